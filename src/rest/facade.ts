@@ -1,0 +1,159 @@
+import type { DescField, DescMessage, JsonObject, JsonValue, MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { respond, respondJson, type NodeServerRequest, type NodeServerResponse } from "../platform/http.ts";
+import { codeName, httpStatusOf, invalidArgument, retryIsFutile } from "../platform/errors.ts";
+import type { Logger } from "../platform/logger.ts";
+import { baseUrlOf } from "../platform/urls.ts";
+import {
+  decodeMessage,
+  fieldRules,
+  messageToRest,
+  queryValueToProtoJson,
+  restBodyToProtoJson,
+} from "./codec.ts";
+import type { Route, RouteTable } from "./route-table.ts";
+
+export interface RestFacadeOptions {
+  routes: RouteTable;
+  /** Reaches the RPCs in process, through the same interceptors as the network doors. */
+  transport: Transport;
+  maxBodyBytes: number;
+  publicUrl: string | undefined;
+  logger: Logger;
+}
+
+/** Request headers that the RPC sees; the rest stay at the REST door. */
+const forwardedHeaders = ["authorization", "x-api-key", "host", "x-forwarded-host", "x-forwarded-proto", "x-request-id"];
+
+class PayloadTooLarge extends Error {}
+
+/**
+ * REST `/v1`: matches the route table, turns path, query and body into the RPC's request
+ * message, calls the RPC, and renders its answer or its error in the contract's JSON.
+ */
+export function createRestFacade(options: RestFacadeOptions) {
+  const { routes, transport, maxBodyBytes, publicUrl, logger } = options;
+
+  return async function handleRest(req: NodeServerRequest, res: NodeServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://placeholder");
+    const method = (req.method ?? "GET").toUpperCase();
+    try {
+      const match = routes.match(method, url.pathname);
+      if (match.kind === "none") {
+        throw new ConnectError(`No route for ${method} ${url.pathname}`, Code.NotFound);
+      }
+      if (match.kind === "wrong-method") {
+        res.setHeader("allow", match.allow.join(", "));
+        const message = `${method} is not allowed on ${url.pathname}; use ${match.allow.join(", ")}`;
+        sendError(res, new ConnectError(message, Code.InvalidArgument), 405);
+        return;
+      }
+      const { route, params } = match;
+      const input = await requestMessage(route, params, url.searchParams, req, maxBodyBytes);
+      const header = new Headers();
+      for (const name of forwardedHeaders) {
+        const value = req.headers[name];
+        if (typeof value === "string") header.set(name, value);
+      }
+      const response = await transport.unary(route.rpc, undefined, undefined, header, input);
+      sendResult(route, response.message, res, header, url);
+    } catch (err) {
+      if (err instanceof PayloadTooLarge) {
+        res.setHeader("connection", "close");
+        const message = `The request body is larger than ${maxBodyBytes} bytes`;
+        sendError(res, new ConnectError(message, Code.ResourceExhausted), 413);
+        return;
+      }
+      const error = ConnectError.from(err);
+      if (error.code === Code.Internal || error.code === Code.Unknown) {
+        logger.error({ err, path: url.pathname, method }, "REST call failed");
+      }
+      sendError(res, error);
+    }
+  };
+
+  function sendResult(route: Route, output: MessageShape<DescMessage>, res: NodeServerResponse, header: Headers, url: URL): void {
+    const status = route.rule.status || 200;
+    const nextPageField = route.rpc.output.fields.find((f) => fieldRules(f)?.nextPage);
+    const nextPage = nextPageField ? (output as unknown as Record<string, unknown>)[nextPageField.localName] : undefined;
+    if (typeof nextPage === "number") {
+      const next = new URL(baseUrlOf(header, publicUrl) + url.pathname + url.search);
+      next.searchParams.set("page", String(nextPage));
+      res.setHeader("x-next", next.toString());
+    }
+    let schema: DescMessage = route.rpc.output;
+    let message = output;
+    if (route.responseField?.fieldKind === "message") {
+      schema = route.responseField.message;
+      message = (output as unknown as Record<string, MessageShape<DescMessage>>)[route.responseField.localName];
+    }
+    if (schema.fields.length === 0 || message === undefined) {
+      respond(res, status, undefined, "");
+      return;
+    }
+    respondJson(res, status, messageToRest(schema, message));
+  }
+}
+
+async function requestMessage(
+  route: Route,
+  params: Map<DescField, string>,
+  query: URLSearchParams,
+  req: NodeServerRequest,
+  maxBodyBytes: number,
+): Promise<MessageShape<DescMessage>> {
+  const schema = route.rpc.input;
+  let json: JsonObject = {};
+  if (route.rule.body === "*") {
+    const body = await readJsonBody(req, maxBodyBytes);
+    json = restBodyToProtoJson(schema, body, { rejectUnknownFields: route.rule.rejectUnknownFields });
+  } else {
+    await drain(req, maxBodyBytes);
+  }
+  for (const name of new Set(query.keys())) {
+    const field = schema.fields.find((f) => f.jsonName === name || fieldRules(f)?.queryAliases.includes(name));
+    if (!field || params.has(field)) continue;
+    json[field.jsonName] = queryValueToProtoJson(field, query.getAll(name).join(","), name);
+  }
+  for (const [field, value] of params) json[field.jsonName] = value;
+  return decodeMessage(schema, json);
+}
+
+async function readBody(req: NodeServerRequest, maxBodyBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > maxBodyBytes) throw new PayloadTooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBodyBytes) throw new PayloadTooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function drain(req: NodeServerRequest, maxBodyBytes: number): Promise<void> {
+  await readBody(req, maxBodyBytes);
+}
+
+async function readJsonBody(req: NodeServerRequest, maxBodyBytes: number): Promise<JsonObject> {
+  const text = (await readBody(req, maxBodyBytes)).toString("utf8");
+  if (text.trim() === "") return {};
+  let parsed: JsonValue;
+  try {
+    parsed = JSON.parse(text) as JsonValue;
+  } catch (err) {
+    throw invalidArgument(`Malformed JSON body: ${(err as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw invalidArgument("The request body must be a JSON object");
+  }
+  return parsed;
+}
+
+/** The contract's error body. `status` overrides the code's status where HTTP has a finer one. */
+function sendError(res: NodeServerResponse, error: ConnectError, status = httpStatusOf(error.code)): void {
+  if (retryIsFutile(error.code)) res.setHeader("x-should-retry", "false");
+  respondJson(res, status, { error: error.rawMessage, message: error.rawMessage, code: codeName(error.code) });
+}
+

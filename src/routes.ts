@@ -1,0 +1,38 @@
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { CommitService } from "../gen/warden/commits/v1/commits_pb.js";
+import { InferencePipelineService } from "../gen/warden/pipelines/v1/pipelines_pb.js";
+import { ProjectService } from "../gen/warden/projects/v1/projects_pb.js";
+import { TaskService } from "../gen/warden/tasks/v1/tasks_pb.js";
+import { TestService } from "../gen/warden/tests/v1/tests_pb.js";
+import { WorkspaceService } from "../gen/warden/workspaces/v1/workspaces_pb.js";
+import { createCommitService, type CommitServiceOptions } from "./commits/service.ts";
+import { createInferencePipelineService } from "./pipelines/service.ts";
+import { createProjectService } from "./projects/service.ts";
+import { createTaskService } from "./tasks/service.ts";
+import { createTestService, type TestServiceOptions } from "./tests/service.ts";
+import { createWorkspaceService } from "./workspaces/service.ts";
+
+/** Every service that the API port serves, over Connect, gRPC, gRPC-Web and REST. */
+export const services: DescService[] = [
+  WorkspaceService,
+  ProjectService,
+  CommitService,
+  TestService,
+  InferencePipelineService,
+  TaskService,
+];
+
+export type RouteOptions = CommitServiceOptions & TestServiceOptions;
+
+/** The one place where RPCs are registered. */
+export function routes(options: RouteOptions) {
+  return (router: ConnectRouter) => {
+    router.service(WorkspaceService, createWorkspaceService());
+    router.service(ProjectService, createProjectService(options));
+    router.service(CommitService, createCommitService(options));
+    router.service(TestService, createTestService(options));
+    router.service(InferencePipelineService, createInferencePipelineService(options));
+    router.service(TaskService, createTaskService());
+  };
+}

@@ -1,0 +1,107 @@
+import { randomUUID } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
+import { PgBoss } from "pg-boss";
+import { TaskStatus } from "../../gen/warden/tasks/v1/tasks_pb.js";
+import { enumName } from "../platform/enums.ts";
+import type { Logger } from "../platform/logger.ts";
+import { TaskResultEntity } from "./entities.ts";
+
+/** Does the work of one task. It owns the task row's final status. */
+export type TaskHandler = (orm: MikroORM, taskResultId: string) => Promise<void>;
+
+interface JobData {
+  taskResultId: string;
+}
+
+const queueOptions = {
+  // The work is a few short transactions; a worker that died holding a job gives it back soon.
+  expireInSeconds: 120,
+  retryLimit: 5,
+  retryDelay: 2,
+  retryBackoff: true,
+} as const;
+
+/**
+ * Durable background tasks on pg-boss, in the same database. The `task_result` row is what
+ * callers poll; the pg-boss job only carries its id, and uses it as its own id, so that sending
+ * a task twice queues it once.
+ */
+export class TaskQueue {
+  private readonly boss: PgBoss;
+  private readonly orm: MikroORM;
+  private readonly logger: Logger;
+  private readonly handlers = new Map<string, TaskHandler>();
+
+  constructor(databaseUrl: string, orm: MikroORM, logger: Logger) {
+    this.boss = new PgBoss({ connectionString: databaseUrl, schema: "pgboss", max: 4 });
+    this.boss.on("error", (err) => logger.error({ err }, "pg-boss error"));
+    this.orm = orm;
+    this.logger = logger;
+  }
+
+  register(type: string, handler: TaskHandler): void {
+    this.handlers.set(type, handler);
+  }
+
+  async start(options: { runWorkers: boolean }): Promise<void> {
+    await this.boss.start();
+    for (const type of this.handlers.keys()) {
+      await this.boss.createQueue(type, queueOptions);
+    }
+    if (!options.runWorkers) return;
+    for (const [type, handler] of this.handlers) {
+      await this.boss.work<JobData>(type, { batchSize: 1 }, async ([job]) => {
+        if (job) await handler(this.orm, job.data.taskResultId);
+      });
+    }
+    await this.requeueOpenTasks();
+  }
+
+  async stop(): Promise<void> {
+    await this.boss.stop({ graceful: true, timeout: 10_000 });
+  }
+
+  /** Records a queued task and queues its job. Returns the task's id. */
+  async enqueue(em: EntityManager, workspaceId: string, type: string, payload: JsonObject): Promise<string> {
+    if (!this.handlers.has(type)) throw new Error(`no handler for task type ${type}`);
+    const now = new Date();
+    const id = randomUUID();
+    em.create(TaskResultEntity, {
+      id,
+      workspaceId,
+      type,
+      status: enumName(TaskStatus, TaskStatus.QUEUED),
+      payload,
+      failures: [],
+      result: null,
+      error: null,
+      dateCreated: now,
+      dateUpdated: now,
+      dateCompleted: null,
+    });
+    await em.flush();
+    await this.send(type, id);
+    return id;
+  }
+
+  private async send(type: string, taskResultId: string): Promise<void> {
+    await this.boss.send(type, { taskResultId } satisfies JobData, { id: taskResultId });
+  }
+
+  /**
+   * A task whose row was written but whose job was lost (the process died in between) is queued
+   * again. Jobs that do exist are left alone: the send is idempotent by id.
+   */
+  private async requeueOpenTasks(): Promise<void> {
+    const open = await this.orm.em.fork().find(
+      TaskResultEntity,
+      { status: { $in: [enumName(TaskStatus, TaskStatus.QUEUED), enumName(TaskStatus, TaskStatus.RUNNING)] } },
+      { fields: ["id", "type"] },
+    );
+    for (const task of open) {
+      if (this.handlers.has(task.type)) await this.send(task.type, task.id);
+    }
+    if (open.length > 0) this.logger.info({ count: open.length }, "re-queued open tasks");
+  }
+}

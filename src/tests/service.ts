@@ -1,0 +1,226 @@
+import { randomUUID } from "node:crypto";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import {
+  TestResultStatus,
+  TestType,
+  type TestResultSchema,
+  type TestSchema,
+  type TestService,
+  type UpdateTestsRequest,
+} from "../../gen/warden/tests/v1/tests_pb.js";
+import { requireVersion } from "../commits/queries.ts";
+import { emOf, principalOf } from "../platform/context.ts";
+import { enumName, enumValue, requireEnum } from "../platform/enums.ts";
+import { invalidArgument, notFound } from "../platform/errors.ts";
+import { pageOf, paged } from "../platform/pagination.ts";
+import { baseUrlOf } from "../platform/urls.ts";
+import { optionalText, requireText, requireUuid } from "../platform/validate.ts";
+import { nextTestNumber, requireProject } from "../projects/queries.ts";
+import type { TaskQueue } from "../tasks/queue.ts";
+import { taskResultPath } from "../tasks/service.ts";
+import { bulkUpdateTaskType, maxBulkUpdatePayloads, type BulkUpdatePayload } from "./bulk-update.ts";
+import { TestEntity, TestResultEntity, type Test, type TestResult } from "./entities.ts";
+import { loadThresholds, storeThresholds, validateThresholds } from "./thresholds.ts";
+
+export interface TestServiceOptions {
+  publicUrl: string | undefined;
+  tasks: TaskQueue;
+}
+
+export function createTestService(options: TestServiceOptions): ServiceImpl<typeof TestService> {
+  return {
+    async createTest(req, ctx) {
+      const principal = principalOf(ctx);
+      const em = emOf(ctx);
+      const project = await requireProject(em, principal, req.projectId);
+      const name = requireText("name", req.name, 255);
+      const type = requireEnum("type", TestType, req.type);
+      const subtype = requireText("subtype", req.subtype, 64);
+      validateThresholds("thresholds", req.thresholds);
+      const includePipelines = req.includePipelines.map((id, i) => requireUuid(`includePipelines[${i}]`, id));
+      const excludePipelines = req.excludePipelines.map((id, i) => requireUuid(`excludePipelines[${i}]`, id));
+      let originProjectVersionId: string | null = null;
+      if (req.originProjectVersionId !== undefined) {
+        const version = await requireVersion(em, principal, req.originProjectVersionId, "originProjectVersionId");
+        if (version.projectId !== project.id) throw notFound("Project version not found");
+        originProjectVersionId = version.id;
+      }
+      const test = await em.transactional(async (tx) => {
+        const now = new Date();
+        const archived = req.archived ?? false;
+        const created = tx.create(TestEntity, {
+          id: randomUUID(),
+          projectId: project.id,
+          workspaceId: project.workspaceId,
+          number: await nextTestNumber(tx, project.id),
+          name,
+          description: optionalText("description", req.description, 10_000) ?? null,
+          type,
+          subtype,
+          thresholds: storeThresholds(req.thresholds),
+          archived,
+          suggested: false,
+          usesMlModel: req.usesMlModel ?? false,
+          usesTrainingDataset: req.usesTrainingDataset ?? false,
+          usesValidationDataset: req.usesValidationDataset ?? false,
+          usesReferenceDataset: req.usesReferenceDataset ?? false,
+          usesProductionData: req.usesProductionData ?? false,
+          evaluationWindow: nonNegative("evaluationWindow", req.evaluationWindow),
+          delayWindow: nonNegative("delayWindow", req.delayWindow),
+          defaultToAllPipelines: req.defaultToAllPipelines ?? null,
+          includePipelines: includePipelines.length ? includePipelines : null,
+          excludePipelines: excludePipelines.length ? excludePipelines : null,
+          includeHistoricalData: req.includeHistoricalData ?? null,
+          commentCount: 0,
+          creatorId: principal.userId,
+          originProjectVersionId,
+          dateCreated: now,
+          dateUpdated: now,
+          dateArchived: archived ? now : null,
+        });
+        return created;
+      });
+      return { test: testMessage(test) };
+    },
+
+    async listTests(req, ctx) {
+      const em = emOf(ctx);
+      const project = await requireProject(em, principalOf(ctx), req.projectId);
+      const page = pageOf(req);
+      const where: Record<string, unknown> = { projectId: project.id, suggested: req.suggested ?? false };
+      if (!req.includeArchived) where.archived = false;
+      if (req.originVersionId !== undefined) {
+        where.originProjectVersionId = requireUuid("originVersionId", req.originVersionId);
+      }
+      if (req.type !== undefined) where.type = enumName(TestType, req.type);
+      if (req.usesProductionData !== undefined) where.usesProductionData = req.usesProductionData;
+      const rows = await em.find(TestEntity, where, {
+        orderBy: { number: "asc" },
+        limit: page.limit + 1,
+        offset: page.offset,
+      });
+      const { items, nextPage } = paged(rows, page);
+      return { items: items.map(testMessage), nextPage };
+    },
+
+    async updateTests(req, ctx) {
+      const principal = principalOf(ctx);
+      const em = emOf(ctx);
+      const payloads = validateBulkUpdate(req);
+      const project = await requireProject(em, principal, req.projectId);
+      const payload: BulkUpdatePayload = { projectId: project.id, payloads };
+      const taskResultId = await options.tasks.enqueue(em, principal.workspaceId, bulkUpdateTaskType, payload);
+      return {
+        taskHandle: {
+          taskResultId,
+          taskResultUrl: baseUrlOf(ctx.requestHeader, options.publicUrl) + taskResultPath(taskResultId),
+        },
+      };
+    },
+
+    async listTestResults(req, ctx) {
+      const em = emOf(ctx);
+      const version = await requireVersion(em, principalOf(ctx), req.projectVersionId);
+      const page = pageOf(req);
+      const testWhere: Record<string, unknown> = { projectId: version.projectId };
+      if (!req.includeArchived) testWhere.archived = false;
+      if (req.type !== undefined) testWhere.type = enumName(TestType, req.type);
+      const tests = await em.find(TestEntity, testWhere);
+      const byId = new Map(tests.map((t) => [t.id, t]));
+      const where: Record<string, unknown> = { projectVersionId: version.id, testId: { $in: [...byId.keys()] } };
+      if (req.status !== undefined) where.status = enumName(TestResultStatus, req.status);
+      const rows = byId.size === 0 ? [] : await em.find(TestResultEntity, where, {
+        orderBy: [{ dateCreated: "desc" }, { id: "desc" }],
+        limit: page.limit + 1,
+        offset: page.offset,
+      });
+      const { items, nextPage } = paged(rows, page);
+      return { items: items.map((result) => resultMessage(result, byId.get(result.testId)!)), nextPage };
+    },
+  };
+}
+
+/** Everything about a bulk update that can be checked before it is queued. */
+function validateBulkUpdate(req: UpdateTestsRequest): BulkUpdatePayload["payloads"] {
+  if (req.payloads.length > maxBulkUpdatePayloads) {
+    throw invalidArgument(`payloads may hold at most ${maxBulkUpdatePayloads} items`);
+  }
+  const seen = new Set<string>();
+  return req.payloads.map((item, i) => {
+    const id = requireUuid(`payloads[${i}].id`, item.id);
+    if (seen.has(id)) throw invalidArgument(`payloads[${i}].id ${id} is given more than once`);
+    seen.add(id);
+    if (item.suggested === true) throw invalidArgument(`payloads[${i}].suggested may only be false`);
+    validateThresholds(`payloads[${i}].thresholds`, item.thresholds);
+    return {
+      id,
+      name: item.name === undefined ? undefined : requireText(`payloads[${i}].name`, item.name, 255),
+      description: optionalText(`payloads[${i}].description`, item.description, 10_000),
+      archived: item.archived,
+      suggested: item.suggested,
+      // An absent list and an empty one look the same in proto3: only a non-empty list replaces.
+      thresholds: item.thresholds.length ? storeThresholds(item.thresholds) : undefined,
+    };
+  });
+}
+
+function nonNegative(field: string, value: number | undefined): number | null {
+  if (value === undefined) return null;
+  if (value < 0) throw invalidArgument(`${field} must not be negative`);
+  return value;
+}
+
+export function testMessage(test: Test): MessageInitShape<typeof TestSchema> {
+  return {
+    id: test.id,
+    number: test.number,
+    name: test.name,
+    description: test.description ?? undefined,
+    type: enumValue(TestType, test.type),
+    subtype: test.subtype,
+    thresholds: loadThresholds(test.thresholds),
+    archived: test.archived,
+    suggested: test.suggested,
+    usesMlModel: test.usesMlModel,
+    usesTrainingDataset: test.usesTrainingDataset,
+    usesValidationDataset: test.usesValidationDataset,
+    usesReferenceDataset: test.usesReferenceDataset,
+    usesProductionData: test.usesProductionData,
+    evaluationWindow: test.evaluationWindow ?? undefined,
+    delayWindow: test.delayWindow ?? undefined,
+    defaultToAllPipelines: test.defaultToAllPipelines ?? undefined,
+    includePipelines: test.includePipelines ?? [],
+    excludePipelines: test.excludePipelines ?? [],
+    includeHistoricalData: test.includeHistoricalData ?? undefined,
+    commentCount: test.commentCount,
+    creatorId: test.creatorId ?? undefined,
+    dateCreated: timestampFromDate(test.dateCreated),
+    dateUpdated: timestampFromDate(test.dateUpdated),
+    dateArchived: test.dateArchived ? timestampFromDate(test.dateArchived) : undefined,
+    originProjectVersionId: test.originProjectVersionId ?? undefined,
+  };
+}
+
+function resultMessage(result: TestResult, test: Test): MessageInitShape<typeof TestResultSchema> {
+  return {
+    id: result.id,
+    dateCreated: timestampFromDate(result.dateCreated),
+    dateUpdated: timestampFromDate(result.dateUpdated),
+    dateDataStarts: result.dateDataStarts ? timestampFromDate(result.dateDataStarts) : undefined,
+    dateDataEnds: result.dateDataEnds ? timestampFromDate(result.dateDataEnds) : undefined,
+    inferencePipelineId: result.inferencePipelineId ?? undefined,
+    projectVersionId: result.projectVersionId ?? undefined,
+    status: enumValue(TestResultStatus, result.status),
+    statusMessage: result.statusMessage ?? undefined,
+    goalId: test.id,
+    goal: testMessage(test),
+    expectedValues: result.expectedValues.map((v) => ({
+      measurement: v.measurement,
+      lowerThreshold: v.lowerThreshold ?? undefined,
+      upperThreshold: v.upperThreshold ?? undefined,
+    })),
+  };
+}

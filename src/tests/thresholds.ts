@@ -1,0 +1,29 @@
+import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { ThresholdSchema, type Threshold } from "../../gen/warden/tests/v1/tests_pb.js";
+import { Operator } from "../../gen/warden/tests/v1/tests_pb.js";
+import { invalidArgument } from "../platform/errors.ts";
+import { requireText } from "../platform/validate.ts";
+import type { StoredThreshold } from "./entities.ts";
+
+/** Checks what the proto cannot say: required parts, and the allowed shapes of `value`. */
+export function validateThresholds(field: string, thresholds: Threshold[]): void {
+  thresholds.forEach((threshold, i) => {
+    const name = `${field}[${i}]`;
+    requireText(`${name}.insightName`, threshold.insightName, 255);
+    requireText(`${name}.measurement`, threshold.measurement, 255);
+    if (threshold.operator === Operator.UNSPECIFIED) throw invalidArgument(`${name}.operator is required`);
+    const kind = threshold.value?.kind;
+    const ok = kind?.case === "numberValue" || kind?.case === "boolValue" || kind?.case === "stringValue" ||
+      (kind?.case === "listValue" && kind.value.values.every((v) => v.kind.case === "stringValue"));
+    if (!ok) throw invalidArgument(`${name}.value must be a number, a boolean, a string or a list of strings`);
+  });
+}
+
+/** Thresholds are stored as their protobuf JSON, so the proto stays their only schema. */
+export function storeThresholds(thresholds: Threshold[]): StoredThreshold[] {
+  return thresholds.map((t) => toJson(ThresholdSchema, t) as JsonObject);
+}
+
+export function loadThresholds(stored: StoredThreshold[]): Threshold[] {
+  return stored.map((t) => fromJson(ThresholdSchema, t, { ignoreUnknownFields: true }));
+}

@@ -1,0 +1,49 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { startApp, type App } from "../../src/app.ts";
+import { loadConfig, type Config } from "../../src/platform/config.ts";
+import { createLogger } from "../../src/platform/logger.ts";
+import { generateManagementKey } from "../../src/workspaces/keys.ts";
+import { createTestDatabase, type TestDatabase } from "./database.ts";
+
+export interface TestApp {
+  app: App;
+  baseUrl: string;
+  adminKey: string;
+  database: TestDatabase;
+  config: Config;
+  stop(): Promise<void>;
+}
+
+/**
+ * Warden on a port of its own, over a fresh database. With `database`, it joins an existing one
+ * (a second process, or a restart).
+ */
+export async function startTestApp(options: { database?: TestDatabase; adminKey?: string; env?: Record<string, string> } = {}): Promise<TestApp> {
+  const database = options.database ?? (await createTestDatabase());
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "warden-test-"));
+  const adminKey = options.adminKey ?? generateManagementKey();
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    WARDEN_API_PORT: "0",
+    WARDEN_HOST: "127.0.0.1",
+    WARDEN_DATA_DIR: dataDir,
+    WARDEN_ADMIN_KEY: adminKey,
+    WARDEN_LOG_LEVEL: "silent",
+    ...options.env,
+  });
+  const app = await startApp(config, createLogger(config.logLevel));
+  return {
+    app,
+    baseUrl: `http://127.0.0.1:${app.apiPort}`,
+    adminKey,
+    database,
+    config,
+    async stop() {
+      await app.stop();
+      await rm(dataDir, { recursive: true, force: true });
+      if (!options.database) await database.drop();
+    },
+  };
+}
