@@ -51,7 +51,7 @@ export class TaskQueue {
     }
     if (!options.runWorkers) return;
     for (const [type, handler] of this.handlers) {
-      await this.boss.work<JobData>(type, { batchSize: 1 }, async ([job]) => {
+      await this.boss.work<JobData>(type, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
         if (job) await handler(this.orm, job.data.taskResultId);
       });
     }

@@ -1,5 +1,7 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { TestResultStatus } from "../../gen/warden/tests/v1/tests_pb.js";
 import { countsBy } from "../platform/counts.ts";
+import { enumName } from "../platform/enums.ts";
 
 export interface GoalCounts {
   goal: number;
@@ -29,8 +31,8 @@ export function countResultsBy(
   ids: readonly string[],
 ): Promise<Map<string, ResultCounts>> {
   return countsBy(em, "test_result", key, ids, {
-    passing: "count(*) filter (where status = 'passing')",
-    failing: "count(*) filter (where status = 'failing')",
+    passing: `count(*) filter (where status = '${enumName(TestResultStatus, TestResultStatus.PASSING)}')`,
+    failing: `count(*) filter (where status = '${enumName(TestResultStatus, TestResultStatus.FAILING)}')`,
     total: "count(*)",
   });
 }
