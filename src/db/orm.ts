@@ -15,7 +15,7 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
     clientUrl: options.databaseUrl,
     entities: options.entities,
     extensions: [Migrator],
-    migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, silent: true },
+    migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, silent: true, snapshot: false },
     pool: { min: 0, max: options.poolSize ?? 10 },
     discovery: { warnWhenNoEntities: false },
     debug: false,
