@@ -8,7 +8,12 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
 import { pipelineEntities } from "./pipelines/entities.ts";
 import type { Config } from "./platform/config.ts";
-import { authInterceptor, entityManagerInterceptor, errorInterceptor } from "./platform/interceptors.ts";
+import {
+  authInterceptor,
+  entityManagerInterceptor,
+  errorInterceptor,
+  nulCharacterInterceptor,
+} from "./platform/interceptors.ts";
 import type { Logger } from "./platform/logger.ts";
 import { createOpsHandler } from "./platform/ops.ts";
 import { listen, type Listener } from "./platform/server.ts";
@@ -65,7 +70,12 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
 
   const routeFn = routes({ publicUrl: config.publicUrl, tasks });
   const routerOptions = {
-    interceptors: [errorInterceptor(logger), authInterceptor(new ApiKeyAuthenticator(orm)), entityManagerInterceptor(orm)],
+    interceptors: [
+      errorInterceptor(logger),
+      authInterceptor(new ApiKeyAuthenticator(orm)),
+      nulCharacterInterceptor(),
+      entityManagerInterceptor(orm),
+    ],
     readMaxBytes: config.maxBodyBytes,
   };
   const rest = createRestFacade({

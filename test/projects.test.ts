@@ -79,6 +79,28 @@ describe("projects", () => {
     expect((wildcard.body as { items: unknown[] }).items).toEqual([]);
   });
 
+  it("refuses NUL characters, which PostgreSQL cannot store, on every door", async () => {
+    const res = await call("POST", "/v1/projects", { body: { name: "a\u0000b", taskType: "llm-base" } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(errorBody("name must not contain NUL characters", "invalid_argument"));
+    const filter = await call("GET", "/v1/projects?name=%00");
+    expect(filter.status).toBe(400);
+    const { id } = await createProject({ name: "nul-target", taskType: "llm-base" });
+    const test = await call("POST", `/v1/projects/${id}/tests`, {
+      body: {
+        name: "t",
+        description: null,
+        type: "integrity",
+        subtype: "s",
+        thresholds: [{ insightName: "a", measurement: "m", operator: "<", value: ["ok", "\u0000"] }],
+      },
+    });
+    expect(test.status).toBe(400);
+    expect(test.body).toEqual(
+      errorBody("thresholds[0].value.listValue.values[1].stringValue must not contain NUL characters", "invalid_argument"),
+    );
+  });
+
   it("PATCH changes only the given fields", async () => {
     const { id } = await createProject({ name: "patch-me", taskType: "llm-base", description: "old", purpose: "p" });
     const res = await call("PATCH", `/v1/projects/${id}`, {

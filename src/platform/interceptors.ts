@@ -1,11 +1,11 @@
-import { getOption } from "@bufbuild/protobuf";
+import { getOption, type DescMessage } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { UniqueConstraintViolationException } from "@mikro-orm/core";
+import { DriverException, UniqueConstraintViolationException } from "@mikro-orm/core";
 import { auth as authOption, Permission } from "../../gen/warden/api/v1/annotations_pb.js";
 import { Role } from "../../gen/warden/api/v1/common_pb.js";
 import { entityManagerKey, principalKey } from "./context.ts";
-import { alreadyExists, asConnectError, permissionDenied, unauthenticated } from "./errors.ts";
+import { alreadyExists, asConnectError, invalidArgument, permissionDenied, unauthenticated } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { roleAllows, type Principal } from "./principal.ts";
 
@@ -21,6 +21,11 @@ export function errorInterceptor(logger: Logger): Interceptor {
       return await next(req);
     } catch (err) {
       if (err instanceof UniqueConstraintViolationException) throw alreadyExists("The resource already exists");
+      // SQLSTATE class 22, "data exception": a value PostgreSQL cannot store, such as a NUL
+      // character in text. That is the caller's input, not our failure.
+      if (err instanceof DriverException && typeof err.code === "string" && err.code.startsWith("22")) {
+        throw invalidArgument("A value in the request cannot be stored (it contains a NUL character or is out of range)");
+      }
       const connectError = asConnectError(err);
       if (connectError !== err) logger.error({ err, rpc: req.url }, "rpc failed");
       throw connectError;
@@ -34,6 +39,9 @@ export function errorInterceptor(logger: Logger): Interceptor {
  */
 export function authInterceptor(authenticator: Authenticator): Interceptor {
   return (next) => async (req) => {
+    // gRPC server reflection (src/reflection) describes the schema, never data, and clients
+    // such as grpcurl call it without credentials: it is the one exception, and needs no rule.
+    if (req.service.typeName.startsWith("grpc.reflection.")) return next(req);
     const rule = getOption(req.method, authOption);
     const secret = bearerToken(req.header.get("authorization")) ??
       (rule.apiKeyHeader ? req.header.get("x-api-key")?.trim() || undefined : undefined);
@@ -46,6 +54,38 @@ export function authInterceptor(authenticator: Authenticator): Interceptor {
     req.contextValues.set(principalKey, principal);
     return next(req);
   };
+}
+
+/**
+ * PostgreSQL cannot take a NUL character in text, and its wire protocol refuses the whole query.
+ * Checked once here for every string of every request, on every door, so no service has to.
+ */
+export function nulCharacterInterceptor(): Interceptor {
+  return (next) => async (req) => {
+    if (!req.stream) {
+      const path = findNul(req.method.input, req.message);
+      if (path) throw invalidArgument(`${path} must not contain NUL characters`);
+    }
+    return next(req);
+  };
+}
+
+function findNul(schema: DescMessage, message: unknown): string | undefined {
+  const record = message as Record<string, unknown>;
+  for (const field of schema.fields) {
+    const oneof = field.oneof ? (record[field.oneof.localName] as { case?: string; value?: unknown }) : undefined;
+    const value = field.oneof ? (oneof?.case === field.localName ? oneof.value : undefined) : record[field.localName];
+    const values = field.fieldKind === "list" ? (value as unknown[]) : [value];
+    for (const [i, item] of values.entries()) {
+      const name = field.fieldKind === "list" ? `${field.jsonName}[${i}]` : field.jsonName;
+      if (typeof item === "string" && item.includes("\u0000")) return name;
+      if (item && typeof item === "object" && "$typeName" in item && field.message) {
+        const inner = findNul(field.message, item);
+        if (inner) return `${name}.${inner}`;
+      }
+    }
+  }
+  return undefined;
 }
 
 /** Every call gets its own EntityManager fork, made here and nowhere else. */
