@@ -31,9 +31,6 @@ import { workspaceEntities } from "./workspaces/entities.ts";
 
 export interface App {
   apiPort: number;
-  /** Set when this start created the admin key; it is never shown again. */
-  generatedAdminKey: string | undefined;
-  adminKeyFile: string | undefined;
   orm: MikroORM;
   stop(): Promise<void>;
 }
@@ -47,8 +44,13 @@ const entities = [
   ...taskEntities,
 ];
 
+export interface AppHooks {
+  /** Called as soon as a first start has made the admin key, before anything else can fail. */
+  onAdminKeyGenerated?(key: string, file: string): void;
+}
+
 /** The composition root: builds everything from config, and starts serving. */
-export async function startApp(config: Config, logger: Logger): Promise<App> {
+export async function startApp(config: Config, logger: Logger, hooks: AppHooks = {}): Promise<App> {
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -57,11 +59,11 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
   }
   const orm = await createOrm({ databaseUrl, entities });
   const boot = await bootstrap(orm, config.adminKey);
-  let adminKeyFile: string | undefined;
   if (boot.generatedAdminKey) {
     await mkdir(config.dataDir, { recursive: true });
-    adminKeyFile = path.join(config.dataDir, "admin-key");
+    const adminKeyFile = path.join(config.dataDir, "admin-key");
     await writeFile(adminKeyFile, boot.generatedAdminKey + "\n", { mode: 0o600 });
+    hooks.onAdminKeyGenerated?.(boot.generatedAdminKey, adminKeyFile);
   }
 
   const tasks = new TaskQueue(databaseUrl, orm, logger);
@@ -98,8 +100,6 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
 
   return {
     apiPort: api.port,
-    generatedAdminKey: boot.generatedAdminKey,
-    adminKeyFile,
     orm,
     async stop() {
       await api.close();

@@ -5,31 +5,36 @@ import { createLogger } from "./platform/logger.ts";
 const config = loadConfig(process.env);
 const logger = createLogger(config.logLevel);
 
-const app = await startApp(config, logger).catch((err: unknown) => {
-  logger.fatal({ err }, "Warden failed to start");
-  process.exit(1);
+const starting = startApp(config, logger, {
+  onAdminKeyGenerated(key, file) {
+    // Printed once, outside the JSON log, so that a person sees it and log shippers do not keep it.
+    process.stderr.write(
+      `\nWarden created the default workspace and its admin API key:\n\n  ${key}\n\n` +
+        `It is shown only now, and saved to ${file} (mode 0600).\n\n`,
+    );
+  },
 });
 
-if (app.generatedAdminKey) {
-  // Printed once, outside the JSON log, so that a person sees it and log shippers do not keep it.
-  process.stderr.write(
-    `\nWarden created the default workspace and its admin API key:\n\n  ${app.generatedAdminKey}\n\n` +
-      `It is shown only now, and saved to ${app.adminKeyFile} (mode 0600).\n\n`,
-  );
-}
-
+// Registered before start-up finishes, so that a signal during start-up still shuts down cleanly.
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
-    app.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+    starting
+      .then((app) => app.stop())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   });
 }
+
+await starting.catch((err: unknown) => {
+  logger.fatal({ err }, "Warden failed to start");
+  process.exit(1);
+});

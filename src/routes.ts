@@ -9,6 +9,7 @@ import { WorkspaceService } from "../gen/warden/workspaces/v1/workspaces_pb.js";
 import { createCommitService, type CommitServiceOptions } from "./commits/service.ts";
 import { createInferencePipelineService } from "./pipelines/service.ts";
 import { createProjectService } from "./projects/service.ts";
+import { reflectionRoutes } from "./reflection/service.ts";
 import { createTaskService } from "./tasks/service.ts";
 import { createTestService, type TestServiceOptions } from "./tests/service.ts";
 import { createWorkspaceService } from "./workspaces/service.ts";
@@ -34,5 +35,6 @@ export function routes(options: RouteOptions) {
     router.service(TestService, createTestService(options));
     router.service(InferencePipelineService, createInferencePipelineService(options));
     router.service(TaskService, createTaskService());
+    reflectionRoutes(services)(router);
   };
 }

@@ -127,13 +127,27 @@ describe("inference pipelines", () => {
       body: { name: "prod", description: null, referenceDatasetUri: "s3://ref/data.csv" },
     });
     expect(updated.status).toBe(200);
-    expect(updated.body).toMatchObject({ name: "prod", description: "live traffic" });
+    // The keys present are the fields to change: null clears.
+    expect(updated.body).toMatchObject({ name: "prod", description: null });
     expect(updated.body).not.toHaveProperty("referenceDatasetUri");
     const stored = await t.app.orm.em.fork().execute<{ reference_dataset_uri: string }[]>(
       "select reference_dataset_uri from inference_pipeline where id = ?",
       [id],
     );
     expect(stored[0]!.reference_dataset_uri).toBe("s3://ref/data.csv");
+
+    const untouched = await call("PUT", `/v1/inference-pipelines/${id}`, { body: { description: "kept" } });
+    expect(untouched.body).toMatchObject({ name: "prod", description: "kept" });
+    const cleared = await call("PUT", `/v1/inference-pipelines/${id}`, { body: { referenceDatasetUri: null } });
+    expect(cleared.status).toBe(200);
+    const afterClear = await t.app.orm.em.fork().execute<{ reference_dataset_uri: string | null }[]>(
+      "select reference_dataset_uri from inference_pipeline where id = ?",
+      [id],
+    );
+    expect(afterClear[0]!.reference_dataset_uri).toBeNull();
+    const noName = await call("PUT", `/v1/inference-pipelines/${id}`, { body: { name: null } });
+    expect(noName.status).toBe(400);
+    expect(noName.body).toEqual(errorBody("name is required", "invalid_argument"));
 
     const tooLong = await call("PUT", `/v1/inference-pipelines/${id}`, { body: { referenceDatasetUri: "x".repeat(1001) } });
     expect(tooLong.status).toBe(400);

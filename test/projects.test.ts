@@ -116,6 +116,17 @@ describe("projects", () => {
     });
     const rename = await call("PATCH", `/v1/projects/${id}`, { body: { name: "dup" } });
     expect(rename.status).toBe(409);
+    const cleared = await call("PATCH", `/v1/projects/${id}`, {
+      body: { description: null, purpose: null, modelTypes: null, dataRetentionDays: null },
+    });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body).toMatchObject({ name: "patch-me", description: null, purpose: null, modelTypes: [], dataRetentionDays: null });
+    const pathField = await call("PATCH", `/v1/projects/${id}`, { body: { projectId: id } });
+    expect(pathField.status).toBe(400);
+    expect(pathField.body).toEqual(errorBody("projectId is not an allowed property", "invalid_argument"));
+    const mask = await call("PATCH", `/v1/projects/${id}`, { body: { updateMask: "name" } });
+    expect(mask.status).toBe(400);
+    expect(mask.body).toEqual(errorBody("updateMask is not an allowed property", "invalid_argument"));
   });
 
   it("counts commits, pipelines and tests for real", async () => {

@@ -50,6 +50,10 @@ function stop(started: Started): Promise<number | null> {
 describe("npm start", () => {
   it("brings the API up on the embedded PostgreSQL, prints the admin key once, and keeps data across restarts", async () => {
     const first = await start();
+    // The key is printed right after the listener is up; give it a moment, boundedly.
+    for (let i = 0; i < 50 && !first.stderr().includes("It is shown only now"); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     const key = /\n {2}(sk-wm-\S+)\n/.exec(first.stderr())?.[1];
     expect(key).toBeDefined();
     const keyFile = path.join(dataDir, "admin-key");

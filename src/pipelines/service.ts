@@ -6,6 +6,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { EvaluationStatus } from "../../gen/warden/api/v1/common_pb.js";
 import {
   Expand,
+  UpdateInferencePipelineRequestSchema,
   type InferencePipelineSchema,
   type InferencePipelineService,
 } from "../../gen/warden/pipelines/v1/pipelines_pb.js";
@@ -17,7 +18,8 @@ import { pageOf, paged } from "../platform/pagination.ts";
 import { escapeLike } from "../platform/sql.ts";
 import type { Principal } from "../platform/principal.ts";
 import { baseUrlOf } from "../platform/urls.ts";
-import { checkLength, optionalText, requireText, requireUuid } from "../platform/validate.ts";
+import { fieldsToUpdate } from "../platform/update-mask.ts";
+import { optionalText, requireText, requireUuid } from "../platform/validate.ts";
 import { projectSummary, requireProject } from "../projects/queries.ts";
 import { countResultsBy } from "../tests/queries.ts";
 import { workspaceSummary } from "../workspaces/queries.ts";
@@ -41,7 +43,7 @@ export function createInferencePipelineService(options: PipelineServiceOptions):
         offset: page.offset,
       });
       const { items, nextPage } = paged(rows, page);
-      return { items: await pipelineMessages(em, items, baseUrlOf(ctx.requestHeader, options.publicUrl), []), nextPage };
+      return { items: await pipelineMessages(em, items, baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url), []), nextPage };
     },
 
     async createInferencePipeline(req, ctx) {
@@ -66,28 +68,29 @@ export function createInferencePipelineService(options: PipelineServiceOptions):
         dateUpdated: now,
       });
       await em.flush();
-      const [message] = await pipelineMessages(em, [pipeline], baseUrlOf(ctx.requestHeader, options.publicUrl), []);
+      const [message] = await pipelineMessages(em, [pipeline], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url), []);
       return { inferencePipeline: message };
     },
 
     async getInferencePipeline(req, ctx) {
       const em = emOf(ctx);
       const pipeline = await requirePipeline(em, principalOf(ctx), req.inferencePipelineId);
-      const [message] = await pipelineMessages(em, [pipeline], baseUrlOf(ctx.requestHeader, options.publicUrl), req.expand);
+      const [message] = await pipelineMessages(em, [pipeline], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url), req.expand);
       return { inferencePipeline: message };
     },
 
     async updateInferencePipeline(req, ctx) {
       const em = emOf(ctx);
       const pipeline = await requirePipeline(em, principalOf(ctx), req.inferencePipelineId);
-      if (req.name !== undefined) pipeline.name = requireText("name", req.name, 255);
-      if (req.description !== undefined) pipeline.description = optionalText("description", req.description, 10_000) ?? null;
-      if (req.referenceDatasetUri !== undefined) {
-        pipeline.referenceDatasetUri = checkLength("referenceDatasetUri", req.referenceDatasetUri, 1000);
+      const fields = fieldsToUpdate(UpdateInferencePipelineRequestSchema, req, ["name", "description", "reference_dataset_uri"]);
+      if (fields.has("name")) pipeline.name = requireText("name", req.name, 255);
+      if (fields.has("description")) pipeline.description = optionalText("description", req.description, 10_000) ?? null;
+      if (fields.has("reference_dataset_uri")) {
+        pipeline.referenceDatasetUri = optionalText("referenceDatasetUri", req.referenceDatasetUri, 1000) ?? null;
       }
       pipeline.dateUpdated = new Date();
       await em.flush();
-      const [message] = await pipelineMessages(em, [pipeline], baseUrlOf(ctx.requestHeader, options.publicUrl), []);
+      const [message] = await pipelineMessages(em, [pipeline], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url), []);
       return { inferencePipeline: message };
     },
 

@@ -45,7 +45,7 @@ export function authInterceptor(authenticator: Authenticator): Interceptor {
     const rule = getOption(req.method, authOption);
     const secret = bearerToken(req.header.get("authorization")) ??
       (rule.apiKeyHeader ? req.header.get("x-api-key")?.trim() || undefined : undefined);
-    if (!secret) throw unauthenticated("Missing API key. Send it as Authorization: Bearer <key>.");
+    if (!secret) throw unauthenticated("Missing API key. Send it as a bearer token in the Authorization header.");
     const principal = await authenticator.authenticate(secret);
     if (!principal) throw unauthenticated("Invalid API key.");
     if (rule.permission === Permission.UNSPECIFIED || !roleAllows(principal.role, rule.permission)) {

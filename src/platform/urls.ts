@@ -1,11 +1,13 @@
 /**
  * The absolute base URL that a caller reached us at: the configured public URL, or else what
- * the request says (X-Forwarded-* from a proxy in front, then Host).
+ * the request says: X-Forwarded-* from a proxy in front, then the Host header, then the URL of
+ * the call itself (HTTP/2 has no Host header, only :authority, which ends up in the URL).
  */
-export function baseUrlOf(header: Headers, publicUrl: string | undefined): string {
+export function baseUrlOf(header: Headers, publicUrl: string | undefined, callUrl?: string): string {
   if (publicUrl) return publicUrl;
-  const proto = firstValue(header.get("x-forwarded-proto")) ?? "http";
-  const host = firstValue(header.get("x-forwarded-host")) ?? header.get("host") ?? "localhost";
+  const fromUrl = callUrl ? URL.parse(callUrl) : null;
+  const proto = firstValue(header.get("x-forwarded-proto")) ?? fromUrl?.protocol.replace(":", "") ?? "http";
+  const host = firstValue(header.get("x-forwarded-host")) ?? header.get("host") ?? fromUrl?.host ?? "localhost";
   return `${proto}://${host}`;
 }
 

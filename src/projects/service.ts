@@ -6,6 +6,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   ProjectSource,
   TaskType,
+  UpdateProjectRequestSchema,
   type ProjectSchema,
   type ProjectService,
 } from "../../gen/warden/projects/v1/projects_pb.js";
@@ -16,11 +17,14 @@ import { enumName, enumValue, requireEnum } from "../platform/enums.ts";
 import { alreadyExists, invalidArgument } from "../platform/errors.ts";
 import { pageOf, paged } from "../platform/pagination.ts";
 import { escapeLike } from "../platform/sql.ts";
+import { fieldsToUpdate } from "../platform/update-mask.ts";
 import { baseUrlOf } from "../platform/urls.ts";
 import { optionalText, requireText } from "../platform/validate.ts";
 import { countTestsByProject } from "../tests/queries.ts";
 import { ProjectEntity, type Project } from "./entities.ts";
 import { requireProject } from "./queries.ts";
+
+const updatableProjectFields = ["name", "description", "purpose", "model_types", "model_developer", "data_retention_days"];
 
 export interface ProjectServiceOptions {
   publicUrl: string | undefined;
@@ -41,7 +45,7 @@ export function createProjectService(options: ProjectServiceOptions): ServiceImp
         offset: page.offset,
       });
       const { items, nextPage } = paged(rows, page);
-      return { items: await projectMessages(em, items, baseUrlOf(ctx.requestHeader, options.publicUrl)), nextPage };
+      return { items: await projectMessages(em, items, baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url)), nextPage };
     },
 
     async createProject(req, ctx) {
@@ -68,7 +72,7 @@ export function createProjectService(options: ProjectServiceOptions): ServiceImp
         dateUpdated: now,
       });
       await em.flush();
-      const [message] = await projectMessages(em, [project], baseUrlOf(ctx.requestHeader, options.publicUrl));
+      const [message] = await projectMessages(em, [project], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url));
       return { project: message };
     },
 
@@ -76,19 +80,20 @@ export function createProjectService(options: ProjectServiceOptions): ServiceImp
       const em = emOf(ctx);
       const principal = principalOf(ctx);
       const project = await requireProject(em, principal, req.projectId);
-      if (req.name !== undefined) {
+      const fields = fieldsToUpdate(UpdateProjectRequestSchema, req, updatableProjectFields);
+      if (fields.has("name")) {
         const name = requireText("name", req.name, 255);
         if (name !== project.name) await assertNameFree(em, principal.workspaceId, name);
         project.name = name;
       }
-      if (req.description !== undefined) project.description = optionalText("description", req.description, 10_000) ?? null;
-      if (req.purpose !== undefined) project.purpose = optionalText("purpose", req.purpose, 10_000) ?? null;
-      if (req.modelTypes !== undefined) project.modelTypes = modelTypesOf(req.modelTypes);
-      if (req.modelDeveloper !== undefined) project.modelDeveloper = optionalText("modelDeveloper", req.modelDeveloper, 255) ?? null;
-      if (req.dataRetentionDays !== undefined) project.dataRetentionDays = retentionDays(req.dataRetentionDays);
+      if (fields.has("description")) project.description = optionalText("description", req.description, 10_000) ?? null;
+      if (fields.has("purpose")) project.purpose = optionalText("purpose", req.purpose, 10_000) ?? null;
+      if (fields.has("model_types")) project.modelTypes = req.modelTypes ? modelTypesOf(req.modelTypes) : [];
+      if (fields.has("model_developer")) project.modelDeveloper = optionalText("modelDeveloper", req.modelDeveloper, 255) ?? null;
+      if (fields.has("data_retention_days")) project.dataRetentionDays = retentionDays(req.dataRetentionDays);
       project.dateUpdated = new Date();
       await em.flush();
-      const [message] = await projectMessages(em, [project], baseUrlOf(ctx.requestHeader, options.publicUrl));
+      const [message] = await projectMessages(em, [project], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url));
       return { project: message };
     },
 

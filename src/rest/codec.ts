@@ -65,6 +65,8 @@ const isWellKnown = (desc: DescMessage) => desc.typeName.startsWith("google.prot
 
 export interface DecodeOptions {
   rejectUnknownFields: boolean;
+  /** Top-level fields that the route fills itself (path parameters, the update mask). */
+  notInBody?: ReadonlySet<DescField>;
 }
 
 /** REST JSON body → protobuf JSON of `schema`. */
@@ -77,11 +79,15 @@ function objectToProto(schema: DescMessage, input: JsonObject, prefix: string, o
   for (const [key, value] of Object.entries(input)) {
     const field = schema.fields.find((f) => f.jsonName === key);
     const name = prefix + key;
-    if (!field) {
+    if (!field || (prefix === "" && options.notInBody?.has(field))) {
       if (options.rejectUnknownFields) throw invalidArgument(`${name} is not an allowed property`);
       continue;
     }
-    if (value === null) continue;
+    if (value === null) {
+      // null is "not given", which a required list cannot be.
+      if (field.fieldKind === "list" && fieldRules(field)?.requiredKey) throw invalidArgument(`${name} must be an array`);
+      continue;
+    }
     out[field.jsonName] = field.fieldKind === "list"
       ? listToProto(field, value, name, options)
       : singularToProto(field, value, name, options);
@@ -130,6 +136,7 @@ function messageToProto(desc: DescMessage, value: JsonValue, name: string, optio
     if (desc.typeName === "google.protobuf.Struct" && !isObject(value)) {
       throw invalidArgument(`${name} must be an object`);
     }
+    assertFinite(value, name);
     return value;
   }
   if (!isObject(value)) throw invalidArgument(`${name} must be an object`);
@@ -153,7 +160,7 @@ function scalarToProto(scalar: ScalarType, value: JsonValue, name: string): Json
       return value;
     case ScalarType.DOUBLE:
     case ScalarType.FLOAT:
-      if (typeof value !== "number") throw invalidArgument(`${name} must be a number`);
+      if (typeof value !== "number" || !Number.isFinite(value)) throw invalidArgument(`${name} must be a number`);
       return value;
     case ScalarType.INT32:
     case ScalarType.SINT32:
@@ -195,10 +202,23 @@ function queryScalar(scalar: ScalarType, raw: string, name: string): JsonValue {
     case ScalarType.BOOL:
       if (raw !== "true" && raw !== "false") throw invalidArgument(`${name} must be true or false`);
       return raw === "true";
-    default:
-      if (!/^-?\d{1,15}$/.test(raw)) throw invalidArgument(`${name} must be an integer`);
-      return scalarToProto(scalar, Number(raw), name);
+    default: {
+      if (!/^-?\d+$/.test(raw)) throw invalidArgument(`${name} must be an integer`);
+      const value = Number(raw);
+      const max = scalar === ScalarType.INT32 || scalar === ScalarType.SINT32 || scalar === ScalarType.SFIXED32
+        ? 2 ** 31 - 1
+        : Number.MAX_SAFE_INTEGER;
+      if (Math.abs(value) > max) throw invalidArgument(`${name} is out of range`);
+      return scalarToProto(scalar, value, name);
+    }
   }
+}
+
+/** JSON.parse reads 1e400 as Infinity, which protobuf JSON (and PostgreSQL's jsonb) cannot hold. */
+function assertFinite(value: JsonValue, name: string): void {
+  if (typeof value === "number" && !Number.isFinite(value)) throw invalidArgument(`${name} must be a finite number`);
+  if (Array.isArray(value)) value.forEach((item, i) => assertFinite(item, `${name}[${i}]`));
+  else if (isObject(value)) for (const [key, item] of Object.entries(value)) assertFinite(item, `${name}.${key}`);
 }
 
 /** Protobuf JSON → message; anything the walk above let through that protobuf rejects is a 400. */

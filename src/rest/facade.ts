@@ -38,7 +38,8 @@ export function createRestFacade(options: RestFacadeOptions) {
     const url = new URL(req.url ?? "/", "http://placeholder");
     const method = (req.method ?? "GET").toUpperCase();
     try {
-      const match = routes.match(method, url.pathname);
+      // HEAD is answered as GET; Node leaves the body out.
+      const match = routes.match(method === "HEAD" ? "GET" : method, url.pathname);
       if (match.kind === "none") {
         throw new ConnectError(`No route for ${method} ${url.pathname}`, Code.NotFound);
       }
@@ -55,6 +56,12 @@ export function createRestFacade(options: RestFacadeOptions) {
         const value = req.headers[name];
         if (typeof value === "string") header.set(name, value);
       }
+      // The facade is a proxy in front of the RPC: it says where the caller reached it, for
+      // absolute URLs, unless a proxy further out already did. HTTP/2 has :authority, not Host.
+      const authority = req.headers[":authority"];
+      const host = req.headers.host ?? (typeof authority === "string" ? authority : undefined);
+      if (!header.has("x-forwarded-host") && host) header.set("x-forwarded-host", host);
+      if (!header.has("x-forwarded-proto")) header.set("x-forwarded-proto", "http");
       const response = await transport.unary(route.rpc, undefined, undefined, header, input);
       sendResult(route, response.message, res, header, url);
     } catch (err) {
@@ -105,18 +112,31 @@ async function requestMessage(
   const schema = route.rpc.input;
   let json: JsonObject = {};
   if (route.rule.body === "*") {
+    // As in google.api.http: with the whole body mapped, the query string binds nothing.
     const body = await readJsonBody(req, maxBodyBytes);
-    json = restBodyToProtoJson(schema, body, { rejectUnknownFields: route.rule.rejectUnknownFields });
+    const updateMask = schema.fields.find(isUpdateMask);
+    const notInBody = new Set<DescField>(params.keys());
+    if (updateMask) notInBody.add(updateMask);
+    json = restBodyToProtoJson(schema, body, { rejectUnknownFields: route.rule.rejectUnknownFields, notInBody });
+    if (updateMask) {
+      // AIP-134: the keys present in the body, null included, are the fields to change.
+      const present = schema.fields.filter((f) => f.jsonName in body && !notInBody.has(f));
+      json[updateMask.jsonName] = present.map((f) => f.jsonName).join(",");
+    }
   } else {
     await drain(req, maxBodyBytes);
-  }
-  for (const name of new Set(query.keys())) {
-    const field = schema.fields.find((f) => f.jsonName === name || fieldRules(f)?.queryAliases.includes(name));
-    if (!field || params.has(field)) continue;
-    json[field.jsonName] = queryValueToProtoJson(field, query.getAll(name).join(","), name);
+    for (const name of new Set(query.keys())) {
+      const field = schema.fields.find((f) => f.jsonName === name || fieldRules(f)?.queryAliases.includes(name));
+      if (!field || params.has(field)) continue;
+      json[field.jsonName] = queryValueToProtoJson(field, query.getAll(name).join(","), name);
+    }
   }
   for (const [field, value] of params) json[field.jsonName] = value;
   return decodeMessage(schema, json);
+}
+
+function isUpdateMask(field: DescField): boolean {
+  return field.name === "update_mask" && field.fieldKind === "message" && field.message.typeName === "google.protobuf.FieldMask";
 }
 
 async function readBody(req: NodeServerRequest, maxBodyBytes: number): Promise<Buffer> {

@@ -25,6 +25,9 @@ import { bulkUpdateTaskType, maxBulkUpdatePayloads, type BulkUpdatePayload } fro
 import { TestEntity, TestResultEntity, type Test, type TestResult } from "./entities.ts";
 import { loadThresholds, storeThresholds, validateThresholds } from "./thresholds.ts";
 
+/** fairness and robustness exist as list filters only. */
+const creatableTypes: readonly TestType[] = [TestType.INTEGRITY, TestType.CONSISTENCY, TestType.PERFORMANCE];
+
 export interface TestServiceOptions {
   publicUrl: string | undefined;
   tasks: TaskQueue;
@@ -38,6 +41,7 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
       const project = await requireProject(em, principal, req.projectId);
       const name = requireText("name", req.name, 255);
       const type = requireEnum("type", TestType, req.type);
+      if (!creatableTypes.includes(req.type)) throw invalidArgument("type must be one of: integrity, consistency, performance");
       const subtype = requireText("subtype", req.subtype, 64);
       validateThresholds("thresholds", req.thresholds);
       const includePipelines = req.includePipelines.map((id, i) => requireUuid(`includePipelines[${i}]`, id));
@@ -116,7 +120,7 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
       return {
         taskHandle: {
           taskResultId,
-          taskResultUrl: baseUrlOf(ctx.requestHeader, options.publicUrl) + taskResultPath(taskResultId),
+          taskResultUrl: baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url) + taskResultPath(taskResultId),
         },
       };
     },

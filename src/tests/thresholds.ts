@@ -1,4 +1,5 @@
 import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
+import type { Value } from "@bufbuild/protobuf/wkt";
 import { ThresholdSchema, type Threshold } from "../../gen/warden/tests/v1/tests_pb.js";
 import { Operator } from "../../gen/warden/tests/v1/tests_pb.js";
 import { invalidArgument } from "../platform/errors.ts";
@@ -13,10 +14,22 @@ export function validateThresholds(field: string, thresholds: Threshold[]): void
     requireText(`${name}.measurement`, threshold.measurement, 255);
     if (threshold.operator === Operator.UNSPECIFIED) throw invalidArgument(`${name}.operator is required`);
     const kind = threshold.value?.kind;
-    const ok = kind?.case === "numberValue" || kind?.case === "boolValue" || kind?.case === "stringValue" ||
+    const ok = (kind?.case === "numberValue" && Number.isFinite(kind.value)) || kind?.case === "boolValue" || kind?.case === "stringValue" ||
       (kind?.case === "listValue" && kind.value.values.every((v) => v.kind.case === "stringValue"));
     if (!ok) throw invalidArgument(`${name}.value must be a number, a boolean, a string or a list of strings`);
+    threshold.insightParameters.forEach((parameter, j) => {
+      if (!isFiniteJson(parameter.value)) throw invalidArgument(`${name}.insightParameters[${j}].value must be finite`);
+    });
   });
+}
+
+/** A google.protobuf.Value with no NaN or Infinity anywhere in it (jsonb cannot hold them). */
+function isFiniteJson(value: Value | undefined): boolean {
+  const kind = value?.kind;
+  if (kind?.case === "numberValue") return Number.isFinite(kind.value);
+  if (kind?.case === "listValue") return kind.value.values.every(isFiniteJson);
+  if (kind?.case === "structValue") return Object.values(kind.value.fields).every(isFiniteJson);
+  return true;
 }
 
 /** Thresholds are stored as their protobuf JSON, so the proto stays their only schema. */

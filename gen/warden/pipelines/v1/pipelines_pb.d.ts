@@ -5,7 +5,7 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { TaskType } from "../../projects/v1/projects_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { EvaluationStatus, Links } from "../../api/v1/common_pb.js";
 
 /**
@@ -329,6 +329,14 @@ export declare type UpdateInferencePipelineRequest = Message<"warden.pipelines.v
    * @generated from field: optional string reference_dataset_uri = 4;
    */
   referenceDatasetUri?: string | undefined;
+
+  /**
+   * The fields to change; a field in the mask but unset is cleared. Over REST it is the set of
+   * keys in the body. Empty: the fields set.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 5;
+   */
+  updateMask?: FieldMask | undefined;
 };
 
 /**

@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { ListValue, Timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, ListValue, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Links } from "../../api/v1/common_pb.js";
 
 /**
@@ -302,6 +302,14 @@ export declare type UpdateProjectRequest = Message<"warden.projects.v1.UpdatePro
    * @generated from field: optional int32 data_retention_days = 7;
    */
   dataRetentionDays?: number | undefined;
+
+  /**
+   * The fields to change; a field in the mask but unset is cleared. Over REST it is the set of
+   * keys in the body, so `"description": null` clears the description. Empty: the fields set.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 8;
+   */
+  updateMask?: FieldMask | undefined;
 };
 
 /**
