@@ -1,0 +1,194 @@
+/**
+ * REST /v1 (the facade) against a direct Connect call, for the same operations, in one run.
+ * Warden runs in this process over a database of its own; see docs/performance.md.
+ *
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
+ *
+ * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
+ * number of requests.
+ */
+import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
+import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";
+import { connectClient, restClient, type ConnectClient, type RestClient } from "./clients.ts";
+import { burst, concurrentThroughput, latencyStats, sequentialLatencies, type Door } from "./measure.ts";
+import { machine, markdownReport, type OperationResult } from "./report.ts";
+import { startBenchServer } from "./server.ts";
+
+const scale = Number(process.env.BENCH_SCALE ?? "1");
+if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
+const count = (n: number): number => Math.max(1, Math.round(n * scale));
+
+const seedProjects = 100;
+const concurrency = 16;
+/** Per door and operation. */
+const plan = {
+  warmup: count(200),
+  latency: count(600),
+  throughput: count(1200),
+  rounds: 4,
+  codecIterations: count(400),
+};
+
+const rest = "REST (undici)";
+const binary = "Connect binary";
+const json = "Connect JSON";
+const gzip = "Connect binary + gzip";
+
+function log(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+function check(condition: boolean, message: string): asserts condition {
+  if (!condition) throw new Error(`unexpected answer: ${message}`);
+}
+
+function itemsOf(body: unknown): unknown[] | undefined {
+  if (typeof body !== "object" || body === null || !("items" in body)) return undefined;
+  return Array.isArray(body.items) ? body.items : undefined;
+}
+
+function idOf(body: unknown): unknown {
+  return typeof body === "object" && body !== null && "id" in body ? body.id : undefined;
+}
+
+let nameSeq = 0;
+const uniqueName = (prefix: string): string => `bench-${prefix}-${++nameSeq}`;
+
+type NamedClient = { name: string; client: ConnectClient };
+
+function listDoors(restClient: RestClient, connect: NamedClient[]): Door[] {
+  return [
+    {
+      name: rest,
+      async call() {
+        const response = await restClient.call("GET", `/v1/projects?perPage=${seedProjects}`);
+        check(response.status === 200, `GET /v1/projects: ${response.status}`);
+        check(itemsOf(response.body)?.length === seedProjects, "GET /v1/projects: not a full page");
+      },
+    },
+    ...connect.map(({ name, client }): Door => ({
+      name,
+      async call() {
+        const response = await client.projects.listProjects({ perPage: seedProjects });
+        check(response.items.length === seedProjects, "ListProjects: not a full page");
+      },
+    })),
+  ];
+}
+
+function createDoors(restClient: RestClient, connect: NamedClient[]): Door[] {
+  return [
+    {
+      name: rest,
+      async call() {
+        const response = await restClient.call("POST", "/v1/projects", { name: uniqueName("rest"), taskType: "llm-base" });
+        check(response.status === 201, `POST /v1/projects: ${response.status}`);
+        check(typeof idOf(response.body) === "string", "POST /v1/projects: no id");
+      },
+    },
+    ...connect.map(({ name, client }): Door => ({
+      name,
+      async call() {
+        const response = await client.projects.createProject({ name: uniqueName(name.replace(/\W+/g, "-")), taskType: TaskType.LLM_BASE });
+        check(typeof response.project?.id === "string", "CreateProject: no project");
+      },
+    })),
+  ];
+}
+
+async function measure(operation: string, requests: Record<string, string>, doors: Door[]): Promise<OperationResult> {
+  log(`${operation}: warm-up (${plan.warmup} sequential + ${plan.warmup} at c=${concurrency} per door)`);
+  for (const door of doors) {
+    for (let i = 0; i < plan.warmup; i++) await door.call();
+    await burst(door, plan.warmup, concurrency);
+  }
+  log(`${operation}: latency, ${plan.latency} requests per door at c=1`);
+  const latencies = await sequentialLatencies(doors, plan.latency, plan.rounds);
+  log(`${operation}: throughput, ${plan.throughput} requests per door at c=${concurrency}`);
+  const throughputs = await concurrentThroughput(doors, plan.throughput, plan.rounds, concurrency);
+  return {
+    operation,
+    requests,
+    baseline: binary,
+    doors: doors.map((door) => {
+      const throughput = throughputs.get(door.name);
+      if (!throughput) throw new Error(`no throughput for ${door.name}`);
+      return { door: door.name, latency: latencyStats(latencies.get(door.name) ?? []), throughput };
+    }),
+  };
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const date = new Date();
+  log(process.env.DATABASE_URL ? "starting Warden on a fresh database of DATABASE_URL's server" : "starting Warden on an embedded PostgreSQL");
+  const server = await startBenchServer();
+  const connect = (format: "binary" | "json", compression: boolean): ConnectClient =>
+    connectClient(server.baseUrl, server.adminKey, { format, compression, maxSockets: concurrency });
+  const clients: { rest: RestClient; connect: NamedClient[]; gzip: NamedClient } = {
+    rest: restClient(server.baseUrl, server.adminKey, concurrency),
+    connect: [
+      { name: binary, client: connect("binary", false) },
+      { name: json, client: connect("json", false) },
+    ],
+    // Only answers over 1 KiB are compressed, so this door differs from "Connect binary" on lists only.
+    gzip: { name: gzip, client: connect("binary", true) },
+  };
+  const results: OperationResult[] = [];
+  let codec: { costs: CodecCost[]; sizes: ResponseSizes; iterations: number } | undefined;
+  try {
+    log(`seeding ${seedProjects} projects`);
+    const seeder = clients.connect[0].client.projects;
+    for (let i = 0; i < seedProjects; i++) await seeder.createProject({ name: `seed-${i}`, taskType: TaskType.LLM_BASE });
+
+    // The list runs first, while the workspace holds exactly the seeded projects.
+    results.push(
+      await measure(
+        `List ${seedProjects} projects`,
+        {
+          [rest]: `GET /v1/projects?perPage=${seedProjects}`,
+          [binary]: `ProjectService.ListProjects({perPage: ${seedProjects}})`,
+          [json]: `ProjectService.ListProjects({perPage: ${seedProjects}})`,
+          [gzip]: `ProjectService.ListProjects({perPage: ${seedProjects}}), accepting gzip (connect-node's default)`,
+        },
+        listDoors(clients.rest, [...clients.connect, clients.gzip]),
+      ),
+    );
+    log(`serialisation of one list answer, ${plan.codecIterations} calls per step`);
+    const sample = await seeder.listProjects({ perPage: seedProjects });
+    codec = { costs: listResponseCodecCost(sample, plan.codecIterations), sizes: responseSizes(sample), iterations: plan.codecIterations };
+    results.push(
+      await measure(
+        "Create a project",
+        {
+          [rest]: `POST /v1/projects {"name": "<unique>", "taskType": "llm-base"}`,
+          [binary]: "ProjectService.CreateProject({name: <unique>, taskType: LLM_BASE})",
+          [json]: "ProjectService.CreateProject({name: <unique>, taskType: LLM_BASE})",
+        },
+        createDoors(clients.rest, clients.connect),
+      ),
+    );
+  } finally {
+    await clients.rest.close();
+    for (const { client } of [...clients.connect, clients.gzip]) client.close();
+    log("stopping Warden and removing its database");
+    await server.stop();
+  }
+
+  if (!codec) throw new Error("the serialisation costs were not measured");
+  process.stdout.write(
+    markdownReport({
+      date,
+      machine: machine(),
+      database: `PostgreSQL ${server.postgresVersion} (${server.databaseKind === "embedded" ? "embedded" : "from DATABASE_URL"}), same host; Warden, its database pool and the clients share one Node process`,
+      plan:
+        `${seedProjects} projects seeded; per operation and door: ${plan.warmup}+${plan.warmup} warm-up, ` +
+        `${plan.latency} requests at c=1, ${plan.throughput} at c=${concurrency}, each in ${plan.rounds} interleaved rounds`,
+      results,
+      codec,
+      wallSeconds: (performance.now() - started) / 1000,
+    }),
+  );
+}
+
+await main();
