@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auth, Permission as ProtoPermission } from "../gen/warden/api/v1/annotations_pb.js";
 import { RouteTable } from "../src/rest/route-table.ts";
 import { services } from "../src/routes.ts";
-import { generateManagementKey, hashKey } from "../src/workspaces/keys.ts";
+import { hashKey } from "../src/workspaces/keys.ts";
+import { addWorkspace } from "./support/workspace.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, errorBody, type ApiResponse, type CallOptions } from "./support/http.ts";
 
@@ -70,6 +71,7 @@ interface Ids {
 let own: Ids;
 let other: Ids;
 let otherKey: string;
+let otherSlug: string;
 let viewerKey: string;
 let memberKey: string;
 
@@ -78,30 +80,6 @@ function fill(template: string, ids: Ids): string {
   return template.replace(/\{(\w+)\}/g, (_, name: keyof Ids) => ids[name]);
 }
 
-/** A second workspace with an ADMIN key, written straight to the database. */
-async function insertWorkspace(slug: string): Promise<{ workspaceId: string; apiKeyId: string; key: string }> {
-  const em = t.app.orm.em.fork();
-  const userId = randomUUID();
-  const workspaceId = randomUUID();
-  const apiKeyId = randomUUID();
-  const key = generateManagementKey();
-  const now = new Date();
-  await em.execute("insert into app_user (id, email, name, username, date_created) values (?, ?, ?, ?, ?)", [
-    userId, `${slug}@example.com`, "Other", slug, now,
-  ]);
-  await em.execute(
-    "insert into workspace (id, creator_id, name, slug, invite_code, status, date_created, date_updated) values (?, ?, ?, ?, ?, 'ACTIVE', ?, ?)",
-    [workspaceId, userId, "Other", slug, "other-invite", now, now],
-  );
-  await em.execute("insert into workspace_member (workspace_id, user_id, role, date_created) values (?, ?, 'ADMIN', ?)", [
-    workspaceId, userId, now,
-  ]);
-  await em.execute(
-    "insert into api_key (id, workspace_id, user_id, name, role, key_hash, date_created, date_updated) values (?, ?, ?, 'other', 'ADMIN', ?, ?, ?)",
-    [apiKeyId, workspaceId, userId, hashKey(key), now, now],
-  );
-  return { workspaceId, apiKeyId, key };
-}
 
 async function taskResultCount(): Promise<number> {
   const rows = await t.app.orm.em.fork().execute<{ n: number }[]>("select count(*)::int as n from task_result");
@@ -137,8 +115,9 @@ beforeAll(async () => {
   const [workspace] = await t.app.orm.em.fork().execute<{ id: string }[]>("select id from workspace");
   const [adminKeyRow] = await t.app.orm.em.fork().execute<{ id: string }[]>("select id from api_key where key_hash = ?", [hashKey(t.adminKey)]);
   own = await populate(t.adminKey, workspace.id, adminKeyRow.id);
-  const second = await insertWorkspace("other-ws");
+  const second = await addWorkspace(t.app);
   otherKey = second.key;
+  otherSlug = second.slug;
   other = await populate(otherKey, second.workspaceId, second.apiKeyId);
   viewerKey = (await createKey("VIEWER")).secureKey;
   memberKey = (await createKey("MEMBER")).secureKey;
@@ -372,7 +351,7 @@ describe("IDs in paths", () => {
     expect((await call("GET", `/v1/projects/${other.project}/tests`, { key })).body).toMatchObject({ items: [{ id: other.test, name: "t" }] });
     expect((await call("GET", `/v1/inference-pipelines/${other.pipeline}`, { key })).body).toMatchObject({ id: other.pipeline, name: "i" });
     expect((await call("GET", `/v1/task-results/${other.task}`, { key })).status).toBe(200);
-    expect((await call("GET", `/v1/workspaces/${other.workspace}`, { key })).body).toMatchObject({ name: "Other", slug: "other-ws" });
+    expect((await call("GET", `/v1/workspaces/${other.workspace}`, { key })).body).toMatchObject({ name: "Other", slug: otherSlug });
     expect((await call("GET", `/v1/workspaces/${other.workspace}/invites`, { key })).body).toEqual({ items: [] });
   });
 });
@@ -427,8 +406,8 @@ describe("PUT /v1/workspaces/{id}", () => {
   });
 
   it("a slug taken by another workspace is 409, not to be retried", async () => {
-    const response = await call("PUT", `/v1/workspaces/${own.workspace}`, { body: { slug: "other-ws" } });
-    expectError(response, 409, 'The slug "other-ws" is already taken');
+    const response = await call("PUT", `/v1/workspaces/${own.workspace}`, { body: { slug: otherSlug } });
+    expectError(response, 409, `The slug "${otherSlug}" is already taken`);
     expect(response.headers.get("x-should-retry")).toBe("false");
   });
 

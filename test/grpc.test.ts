@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { create, createFileRegistry, fromBinary, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
@@ -14,8 +14,8 @@ import { TaskService, TaskStatus } from "../gen/warden/tasks/v1/tasks_pb.js";
 import { Operator, TestService, TestType } from "../gen/warden/tests/v1/tests_pb.js";
 import { WorkspaceService } from "../gen/warden/workspaces/v1/workspaces_pb.js";
 import { Role } from "../gen/warden/api/v1/common_pb.js";
-import { ApiKeyEntity, WorkspaceEntity } from "../src/workspaces/entities.ts";
-import { generateManagementKey, hashKey } from "../src/workspaces/keys.ts";
+import { generateManagementKey } from "../src/workspaces/keys.ts";
+import { addWorkspace } from "./support/workspace.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { createGrpcClient, type GrpcClient } from "./support/grpc-client.ts";
 
@@ -61,40 +61,6 @@ function connectClient<S extends DescService>(service: S, key: string = t.adminK
   return createClient(service, createConnectTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", interceptors: [bearer(key)] }));
 }
 
-/** A workspace of its own, with an admin key; there is no RPC that makes one. */
-async function addWorkspace(): Promise<string> {
-  const em = t.app.orm.em.fork();
-  const now = new Date();
-  const workspace = em.create(WorkspaceEntity, {
-    id: randomUUID(),
-    creatorId: null,
-    name: "Other",
-    slug: `other-${randomBytes(4).toString("hex")}`,
-    inviteCode: randomBytes(12).toString("base64url"),
-    status: "ACTIVE",
-    samlOnlyAccess: false,
-    wildcardDomains: [],
-    periodStartDate: null,
-    periodEndDate: null,
-    dateCreated: now,
-    dateUpdated: now,
-  });
-  const secret = generateManagementKey();
-  em.create(ApiKeyEntity, {
-    id: randomUUID(),
-    workspaceId: workspace.id,
-    userId: null,
-    name: "other admin",
-    role: "ADMIN",
-    keyHash: hashKey(secret),
-    dateCreated: now,
-    dateUpdated: now,
-    dateLastUsed: null,
-    dateRevoked: null,
-  });
-  await em.flush();
-  return secret;
-}
 
 async function newProject(name: string) {
   const { project } = await grpcClient(ProjectService).createProject({ name, taskType: TaskType.LLM_BASE });
@@ -228,7 +194,7 @@ describe("errors over gRPC carry the gRPC status and the message", () => {
   });
 
   it("another workspace's project is NOT_FOUND, over gRPC and over Connect", async () => {
-    const otherKey = await addWorkspace();
+    const { key: otherKey } = await addWorkspace(t.app);
     const { project: theirs } = await grpcClient(ProjectService, otherKey).createProject({ name: "theirs", taskType: TaskType.LLM_BASE });
     const projectId = theirs!.id;
 

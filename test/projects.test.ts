@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { iso, uuid } from "./support/matchers.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, errorBody, type Call } from "./support/http.ts";
 
 let t: TestApp;
 let call: Call;
 
-const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
-const uuid = expect.stringMatching(/^[0-9a-f-]{36}$/);
 
 beforeAll(async () => {
   t = await startTestApp();

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { iso, uuid } from "./support/matchers.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, errorBody, type Call } from "./support/http.ts";
 
@@ -7,8 +8,6 @@ let t: TestApp;
 let call: Call;
 let projectId: string;
 
-const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
-const uuid = expect.stringMatching(/^[0-9a-f-]{36}$/);
 const threshold = { insightName: "duplicateRowCount", measurement: "duplicateRowCount", operator: "<=", value: 0 };
 
 beforeAll(async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { iso, uuid } from "./support/matchers.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, errorBody, type Call } from "./support/http.ts";
 
@@ -6,8 +7,6 @@ let t: TestApp;
 let call: Call;
 let workspaceId: string;
 
-const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
-const uuid = expect.stringMatching(/^[0-9a-f-]{36}$/);
 
 beforeAll(async () => {
   t = await startTestApp();

@@ -9,6 +9,12 @@ export interface BootstrapResult {
   workspaceId: string;
 }
 
+export interface NewWorkspace {
+  workspaceId: string;
+  userId: string;
+  apiKeyId: string;
+}
+
 /** Serialises bootstraps of processes that start together against one database. */
 const bootstrapLockId = 7_230_001;
 
@@ -26,39 +32,50 @@ export async function bootstrap(orm: MikroORM, adminKey: string | undefined): Pr
       }
       return { generatedAdminKey: undefined, workspaceId: existing.id };
     }
-    const now = new Date();
-    const user = em.create(UserEntity, {
-      id: randomUUID(),
-      email: "admin@warden.local",
-      name: "Administrator",
-      username: "admin",
-      dateCreated: now,
-    });
-    const workspace = em.create(WorkspaceEntity, {
-      id: randomUUID(),
-      creatorId: user.id,
-      name: "Default",
-      slug: "default",
-      inviteCode: randomBytes(12).toString("base64url"),
-      status: "ACTIVE",
-      samlOnlyAccess: false,
-      wildcardDomains: [],
-      periodStartDate: null,
-      periodEndDate: null,
-      dateCreated: now,
-      dateUpdated: now,
-    });
-    em.create(MemberEntity, { workspaceId: workspace.id, userId: user.id, role: "ADMIN", dateCreated: now });
     const secret = adminKey ?? generateManagementKey();
-    addAdminKey(em, workspace.id, user.id, secret);
-    await em.flush();
-    return { generatedAdminKey: adminKey ? undefined : secret, workspaceId: workspace.id };
+    const created = createWorkspace(em, { name: "Default", slug: "default", adminEmail: "admin@warden.local", adminKey: secret });
+    return { generatedAdminKey: adminKey ? undefined : secret, workspaceId: created.workspaceId };
   });
 }
 
-function addAdminKey(em: EntityManager, workspaceId: string, userId: string | null, secret: string): void {
+/**
+ * A workspace with its first member, an admin user, and an ADMIN API key for them. The caller
+ * flushes. (No RPC creates workspaces yet; the bootstrap and the tests do.)
+ */
+export function createWorkspace(
+  em: EntityManager,
+  options: { name: string; slug: string; adminEmail: string; adminKey: string },
+): NewWorkspace {
   const now = new Date();
-  em.create(ApiKeyEntity, {
+  const user = em.create(UserEntity, {
+    id: randomUUID(),
+    email: options.adminEmail,
+    name: "Administrator",
+    username: "admin",
+    dateCreated: now,
+  });
+  const workspace = em.create(WorkspaceEntity, {
+    id: randomUUID(),
+    creatorId: user.id,
+    name: options.name,
+    slug: options.slug,
+    inviteCode: randomBytes(12).toString("base64url"),
+    status: "ACTIVE",
+    samlOnlyAccess: false,
+    wildcardDomains: [],
+    periodStartDate: null,
+    periodEndDate: null,
+    dateCreated: now,
+    dateUpdated: now,
+  });
+  em.create(MemberEntity, { workspaceId: workspace.id, userId: user.id, role: "ADMIN", dateCreated: now });
+  const apiKeyId = addAdminKey(em, workspace.id, user.id, options.adminKey);
+  return { workspaceId: workspace.id, userId: user.id, apiKeyId };
+}
+
+function addAdminKey(em: EntityManager, workspaceId: string, userId: string | null, secret: string): string {
+  const now = new Date();
+  const key = em.create(ApiKeyEntity, {
     id: randomUUID(),
     workspaceId,
     userId,
@@ -70,4 +87,5 @@ function addAdminKey(em: EntityManager, workspaceId: string, userId: string | nu
     dateLastUsed: null,
     dateRevoked: null,
   });
+  return key.id;
 }
