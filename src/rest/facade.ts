@@ -23,7 +23,7 @@ export interface RestFacadeOptions {
 }
 
 /** Request headers that the RPC sees; the rest stay at the REST door. */
-const forwardedHeaders = ["authorization", "x-api-key", "host", "x-forwarded-host", "x-forwarded-proto", "x-request-id"];
+const forwardedHeaders = ["authorization", "x-api-key", "x-forwarded-host", "x-forwarded-proto", "x-request-id"];
 
 class PayloadTooLarge extends Error {}
 
@@ -81,8 +81,7 @@ export function createRestFacade(options: RestFacadeOptions) {
 
   function sendResult(route: Route, output: MessageShape<DescMessage>, res: NodeServerResponse, header: Headers, url: URL): void {
     const status = route.rule.status || 200;
-    const nextPageField = route.rpc.output.fields.find((f) => fieldRules(f)?.nextPage);
-    const nextPage = nextPageField ? (output as unknown as Record<string, unknown>)[nextPageField.localName] : undefined;
+    const nextPage = route.nextPageField ? (output as unknown as Record<string, unknown>)[route.nextPageField.localName] : undefined;
     if (typeof nextPage === "number") {
       const next = new URL(baseUrlOf(header, publicUrl) + url.pathname + url.search);
       next.searchParams.set("page", String(nextPage));

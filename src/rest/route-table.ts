@@ -1,5 +1,6 @@
 import { getOption, hasOption, type DescField, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { http, type HttpRule } from "../../gen/warden/api/v1/annotations_pb.js";
+import { fieldRules } from "./codec.ts";
 
 type Segment = { literal: string } | { param: DescField };
 
@@ -11,6 +12,8 @@ export interface Route {
   segments: Segment[];
   /** The response field rendered as the body (`response_body`), if any. */
   responseField: DescField | undefined;
+  /** The response field rendered as the x-next header, if the route lists. */
+  nextPageField: DescField | undefined;
 }
 
 export type RouteMatch =
@@ -60,7 +63,8 @@ function compile(rpc: DescMethod): Route[] {
       throw new Error(`${rpc.name}: response_body "${rule.responseBody}" is not a message field`);
     }
   }
-  return [{ httpMethod: verb.toUpperCase(), template, rpc: rpc as Route["rpc"], rule, segments, responseField }];
+  const nextPageField = rpc.output.fields.find((f) => fieldRules(f)?.nextPage);
+  return [{ httpMethod: verb.toUpperCase(), template, rpc: rpc as Route["rpc"], rule, segments, responseField, nextPageField }];
 }
 
 function matchSegments(segments: Segment[], parts: string[]): Map<DescField, string> | undefined {
