@@ -4,6 +4,8 @@ import { createRouterTransport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { commitEntities } from "./commits/entities.ts";
+import { gatewayEntities } from "./gateway/config/entities.ts";
+import { loadMasterKey, SecretBox } from "./gateway/config/secrets.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
 import { pipelineEntities } from "./pipelines/entities.ts";
@@ -36,6 +38,7 @@ export interface App {
 }
 
 const entities = [
+  ...gatewayEntities,
   ...workspaceEntities,
   ...projectEntities,
   ...commitEntities,
@@ -70,7 +73,8 @@ export async function startApp(config: Config, logger: Logger, hooks: AppHooks =
   tasks.register(bulkUpdateTaskType, runBulkUpdate);
   await tasks.start({ runWorkers: config.runWorkers });
 
-  const routeFn = routes({ publicUrl: config.publicUrl, tasks });
+  const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
+  const routeFn = routes({ publicUrl: config.publicUrl, tasks, secrets, defaultMaxInFlight: config.gatewayMaxInFlight });
   const routerOptions = {
     interceptors: [
       errorInterceptor(logger),

@@ -1,4 +1,5 @@
 import { MikroORM } from "@mikro-orm/postgresql";
+import pg from "pg";
 import { Migrator } from "@mikro-orm/migrations";
 import type { EntitySchema } from "@mikro-orm/core";
 import { migrations } from "./migrations/index.ts";
@@ -20,6 +21,20 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
     discovery: { warnWhenNoEntities: false },
     debug: false,
   });
-  await orm.migrator.up();
+  await migrateExclusively(options.databaseUrl, () => orm.migrator.up());
   return orm;
+}
+
+/** Processes that start together against one database take turns to migrate it. */
+const migrationLockId = 7_230_002;
+
+async function migrateExclusively(databaseUrl: string, migrate: () => Promise<unknown>): Promise<void> {
+  const lock = new pg.Client({ connectionString: databaseUrl });
+  await lock.connect();
+  try {
+    await lock.query(`select pg_advisory_lock(${migrationLockId})`);
+    await migrate();
+  } finally {
+    await lock.end();
+  }
 }

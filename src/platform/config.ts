@@ -15,6 +15,12 @@ export interface Config {
   logLevel: string;
   /** Run the pg-boss workers in this process. */
   runWorkers: boolean;
+  /** Seals provider API keys; absent: made once under dataDir. Must be the same on every process. */
+  masterKey: string | undefined;
+  /** The global in-flight cap of each gateway process, until an administrator sets one. */
+  gatewayMaxInFlight: number;
+  /** The one database call a gateway request may make: a key the snapshot does not know. */
+  gatewayKeyLookupTimeoutMs: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -31,6 +37,9 @@ export function loadConfig(env: Env): Config {
     maxBodyBytes: intVar(env, "WARDEN_MAX_BODY_BYTES", 1024 * 1024),
     logLevel: env.WARDEN_LOG_LEVEL || "info",
     runWorkers: env.WARDEN_WORKERS !== "false",
+    masterKey: env.WARDEN_MASTER_KEY || undefined,
+    gatewayMaxInFlight: intVar(env, "WARDEN_GATEWAY_MAX_IN_FLIGHT", 1024),
+    gatewayKeyLookupTimeoutMs: intVar(env, "WARDEN_GATEWAY_KEY_LOOKUP_TIMEOUT_MS", 1000),
   };
 }
 

@@ -1,0 +1,118 @@
+import { defineEntity, p, type InferEntity } from "@mikro-orm/core";
+
+export const ProviderEntity = defineEntity({
+  name: "GatewayProvider",
+  tableName: "gateway_provider",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    name: p.string().length(64),
+    kind: p.string().length(16),
+    baseUrl: p.string().length(2000),
+    /** AES-256-GCM under the master key: see secrets.ts. */
+    apiKeyCiphertext: p.blob().nullable(),
+    connectTimeoutMs: p.integer(),
+    headersTimeoutMs: p.integer(),
+    bodyTimeoutMs: p.integer(),
+    maxInFlight: p.integer(),
+    apiVersion: p.string().length(64).nullable(),
+    dateCreated: p.datetime(),
+    dateUpdated: p.datetime(),
+  },
+});
+export type ProviderRow = InferEntity<typeof ProviderEntity>;
+
+export const RoutingRuleEntity = defineEntity({
+  name: "GatewayRoutingRule",
+  tableName: "gateway_routing_rule",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    priority: p.integer(),
+    models: p.array(),
+    providerName: p.string().length(64),
+    upstreamModel: p.string().length(255).nullable(),
+    dateCreated: p.datetime(),
+    dateUpdated: p.datetime(),
+  },
+});
+export type RoutingRuleRow = InferEntity<typeof RoutingRuleEntity>;
+
+export const GatewayUserEntity = defineEntity({
+  name: "GatewayUser",
+  tableName: "gateway_user",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    name: p.string().length(255),
+    email: p.string().length(254).nullable(),
+    dateCreated: p.datetime(),
+  },
+});
+export type GatewayUserRow = InferEntity<typeof GatewayUserEntity>;
+
+export const GatewayGroupEntity = defineEntity({
+  name: "GatewayGroup",
+  tableName: "gateway_group",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    name: p.string().length(255),
+    dateCreated: p.datetime(),
+  },
+});
+export type GatewayGroupRow = InferEntity<typeof GatewayGroupEntity>;
+
+export const GatewayKeyEntity = defineEntity({
+  name: "GatewayKey",
+  tableName: "gateway_key",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    name: p.string().length(255).nullable(),
+    /** SHA-256 of the whole key, hex. */
+    keyHash: p.string().length(64),
+    keyPrefix: p.string().length(16),
+    userId: p.uuid().nullable(),
+    groupIds: p.array(),
+    disabled: p.boolean(),
+    dateCreated: p.datetime(),
+    dateUpdated: p.datetime(),
+  },
+});
+export type GatewayKeyRow = InferEntity<typeof GatewayKeyEntity>;
+
+export const AccessRuleEntity = defineEntity({
+  name: "GatewayAccessRule",
+  tableName: "gateway_access_rule",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    effect: p.string().length(8),
+    subject: p.string().length(16),
+    subjectId: p.uuid().nullable(),
+    models: p.array(),
+    dateCreated: p.datetime(),
+  },
+});
+export type AccessRuleRow = InferEntity<typeof AccessRuleEntity>;
+
+export const GatewaySettingsEntity = defineEntity({
+  name: "GatewaySettings",
+  tableName: "gateway_settings",
+  properties: {
+    id: p.integer().primary(),
+    maxInFlight: p.integer(),
+    dateUpdated: p.datetime(),
+  },
+});
+
+export const gatewayEntities = [
+  ProviderEntity,
+  RoutingRuleEntity,
+  GatewayUserEntity,
+  GatewayGroupEntity,
+  GatewayKeyEntity,
+  AccessRuleEntity,
+  GatewaySettingsEntity,
+];

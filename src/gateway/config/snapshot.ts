@@ -1,0 +1,123 @@
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Logger } from "../../platform/logger.ts";
+import {
+  AccessRuleEntity,
+  GatewayKeyEntity,
+  GatewaySettingsEntity,
+  ProviderEntity,
+  RoutingRuleEntity,
+} from "./entities.ts";
+import type { SecretBox } from "./secrets.ts";
+import type { GatewayKey, GatewaySnapshot, ProviderConfig, ProviderKind, WorkspaceConfig } from "./types.ts";
+
+const providerKinds: Record<string, ProviderKind> = {
+  ANTHROPIC: "anthropic",
+  OPENAI: "openai",
+  AZURE_OPENAI: "azure_openai",
+};
+
+export interface SnapshotSources {
+  orm: MikroORM;
+  secrets: SecretBox;
+  defaultMaxInFlight: number;
+  logger: Logger;
+}
+
+/** Reads the whole gateway configuration, for every workspace, into one immutable snapshot. */
+export async function loadSnapshot(sources: SnapshotSources, version: number): Promise<GatewaySnapshot> {
+  const em = sources.orm.em.fork();
+  const [providers, rules, keys, accessRules, settings] = await Promise.all([
+    em.find(ProviderEntity, {}),
+    em.find(RoutingRuleEntity, {}, { orderBy: [{ priority: "asc" }, { dateCreated: "asc" }, { id: "asc" }] }),
+    em.find(GatewayKeyEntity, {}),
+    em.find(AccessRuleEntity, {}),
+    em.findOne(GatewaySettingsEntity, { id: 1 }),
+  ]);
+
+  const workspaces = new Map<string, WorkspaceConfig>();
+  const workspace = (id: string): WorkspaceConfig => {
+    let config = workspaces.get(id);
+    if (!config) {
+      config = {
+        workspaceId: id,
+        providersByName: new Map(),
+        routingRules: [],
+        blockedModels: [],
+        userAllowLists: new Map(),
+        groupAllowLists: new Map(),
+      };
+      workspaces.set(id, config);
+    }
+    return config;
+  };
+
+  for (const row of providers) {
+    const provider: ProviderConfig = {
+      id: row.id,
+      workspaceId: row.workspaceId,
+      name: row.name,
+      kind: providerKinds[row.kind] ?? "openai",
+      baseUrl: row.baseUrl,
+      apiKey: openKey(sources, row.name, row.apiKeyCiphertext),
+      connectTimeoutMs: row.connectTimeoutMs,
+      headersTimeoutMs: row.headersTimeoutMs,
+      bodyTimeoutMs: row.bodyTimeoutMs,
+      maxInFlight: row.maxInFlight,
+      apiVersion: row.apiVersion ?? null,
+    };
+    workspace(row.workspaceId).providersByName.set(provider.name, provider);
+  }
+  for (const row of rules) {
+    workspace(row.workspaceId).routingRules.push({
+      id: row.id,
+      workspaceId: row.workspaceId,
+      priority: row.priority,
+      models: row.models,
+      providerName: row.providerName,
+      upstreamModel: row.upstreamModel ?? null,
+    });
+  }
+
+  const keyAllowLists = new Map<string, string[]>();
+  for (const rule of accessRules) {
+    const config = workspace(rule.workspaceId);
+    if (rule.effect === "BLOCK") {
+      config.blockedModels.push(...rule.models);
+    } else if (rule.subjectId) {
+      const lists = rule.subject === "KEY" ? keyAllowLists : rule.subject === "USER" ? config.userAllowLists : config.groupAllowLists;
+      // Several allow rules on one subject add up.
+      lists.set(rule.subjectId, [...(lists.get(rule.subjectId) ?? []), ...rule.models]);
+    }
+  }
+
+  const keysByHash = new Map<string, GatewayKey>();
+  for (const row of keys) {
+    keysByHash.set(row.keyHash, {
+      id: row.id,
+      workspaceId: row.workspaceId,
+      name: row.name ?? null,
+      userId: row.userId ?? null,
+      groupIds: row.groupIds,
+      disabled: row.disabled,
+      allowedModels: keyAllowLists.get(row.id) ?? null,
+    });
+  }
+
+  return {
+    version,
+    keysByHash,
+    workspaces,
+    settings: { maxInFlight: settings?.maxInFlight ?? sources.defaultMaxInFlight },
+  };
+}
+
+function openKey(sources: SnapshotSources, providerName: string, sealed: Uint8Array | null | undefined): string | null {
+  if (!sealed) return null;
+  try {
+    return sources.secrets.open(sealed);
+  } catch (err) {
+    // A key sealed under another master key: the provider answers "no API key is configured".
+    sources.logger.error({ err, provider: providerName }, "cannot decrypt a provider API key: is WARDEN_MASTER_KEY the same on every process?");
+    return null;
+  }
+}

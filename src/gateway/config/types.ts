@@ -1,0 +1,86 @@
+/**
+ * The gateway's configuration as the data plane sees it: an immutable in-memory snapshot,
+ * rebuilt from PostgreSQL when the configuration changes (LISTEN/NOTIFY). The request path reads
+ * only this; it never queries the database, except for one timed look-up of an unknown key.
+ */
+
+export type ProviderKind = "anthropic" | "openai" | "azure_openai";
+
+/** The API families of the spec. Anthropic-style is the messages family; OpenAI-style and Azure OpenAI are the responses family. */
+export type Family = "messages" | "responses";
+
+export function familyOf(kind: ProviderKind): Family {
+  return kind === "anthropic" ? "messages" : "responses";
+}
+
+export interface ProviderConfig {
+  id: string;
+  workspaceId: string;
+  /** Unique in the workspace; routing rules name their target by it. */
+  name: string;
+  kind: ProviderKind;
+  /** Origin plus optional path prefix, without a trailing slash: https://api.openai.com */
+  baseUrl: string;
+  /** Decrypted. Never logged, never returned. Null when none is stored. */
+  apiKey: string | null;
+  connectTimeoutMs: number;
+  /** Until the provider's response headers arrive: past it, 504. */
+  headersTimeoutMs: number;
+  /** Longest silence between two chunks of the body: past it, the call fails. */
+  bodyTimeoutMs: number;
+  /** Calls in flight to this provider at most; past it, 503 "no upstream capacity for …". */
+  maxInFlight: number;
+  /** Azure OpenAI only: the api-version query parameter. */
+  apiVersion: string | null;
+}
+
+export interface RoutingRule {
+  id: string;
+  workspaceId: string;
+  /** Lower runs first. */
+  priority: number;
+  /** Exact model names or globs (`*`, `?`). Empty: a catch-all rule. */
+  models: string[];
+  /** The target, by provider name: it may name a provider that does not exist (503). */
+  providerName: string;
+  /** The model name sent upstream instead of the caller's, when set. */
+  upstreamModel: string | null;
+}
+
+export interface GatewayKey {
+  id: string;
+  workspaceId: string;
+  name: string | null;
+  /** The owner. */
+  userId: string | null;
+  groupIds: string[];
+  disabled: boolean;
+  /** The key's own allow list; null when it has none. */
+  allowedModels: string[] | null;
+}
+
+export interface WorkspaceConfig {
+  workspaceId: string;
+  providersByName: Map<string, ProviderConfig>;
+  /** Sorted by priority, then creation. */
+  routingRules: RoutingRule[];
+  /** Block rules: model names or globs refused to every key of the workspace. */
+  blockedModels: string[];
+  /** Allow lists on users and groups, by ID. */
+  userAllowLists: Map<string, string[]>;
+  groupAllowLists: Map<string, string[]>;
+}
+
+export interface GatewaySettings {
+  /** Requests in flight in one gateway process at most; past it, 503 "gateway at capacity". */
+  maxInFlight: number;
+}
+
+export interface GatewaySnapshot {
+  /** Grows with every reload; for logs and tests. */
+  version: number;
+  /** By SHA-256 (hex) of the whole key. */
+  keysByHash: Map<string, GatewayKey>;
+  workspaces: Map<string, WorkspaceConfig>;
+  settings: GatewaySettings;
+}
