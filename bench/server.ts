@@ -69,6 +69,7 @@ export async function startBenchServer(env: NodeJS.ProcessEnv = process.env): Pr
     const config = loadConfig({
       DATABASE_URL: databaseUrl,
       WARDEN_API_PORT: "0",
+      WARDEN_GATEWAY_PORT: "0",
       WARDEN_HOST: "127.0.0.1",
       WARDEN_DATA_DIR: path.join(tempDir, "warden-data"),
       WARDEN_ADMIN_KEY: adminKey,

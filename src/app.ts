@@ -6,6 +6,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { commitEntities } from "./commits/entities.ts";
 import { gatewayEntities } from "./gateway/config/entities.ts";
 import { loadMasterKey, SecretBox } from "./gateway/config/secrets.ts";
+import { startGateway, type Gateway } from "./gateway/gateway.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
 import { pipelineEntities } from "./pipelines/entities.ts";
@@ -32,9 +33,18 @@ import { bootstrap } from "./workspaces/bootstrap.ts";
 import { workspaceEntities } from "./workspaces/entities.ts";
 
 export interface App {
-  apiPort: number;
+  /** Set when this process serves the management API. */
+  apiPort: number | undefined;
+  /** Set when this process serves the model gateway. */
+  gateway: Gateway | undefined;
   orm: MikroORM;
   stop(): Promise<void>;
+}
+
+/** What one process serves: both halves by default; `warden gateway` runs the gateway alone. */
+export interface Roles {
+  api: boolean;
+  gateway: boolean;
 }
 
 const entities = [
@@ -53,7 +63,12 @@ export interface AppHooks {
 }
 
 /** The composition root: builds everything from config, and starts serving. */
-export async function startApp(config: Config, logger: Logger, hooks: AppHooks = {}): Promise<App> {
+export async function startApp(
+  config: Config,
+  logger: Logger,
+  hooks: AppHooks = {},
+  roles: Roles = { api: true, gateway: true },
+): Promise<App> {
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -69,11 +84,41 @@ export async function startApp(config: Config, logger: Logger, hooks: AppHooks =
     hooks.onAdminKeyGenerated?.(boot.generatedAdminKey, adminKeyFile);
   }
 
+  const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
+  const gateway = roles.gateway
+    ? await startGateway({
+        orm,
+        databaseUrl,
+        secrets,
+        logger,
+        port: config.gatewayPort,
+        host: config.host,
+        maxBodyBytes: config.gatewayMaxBodyBytes,
+        defaultMaxInFlight: config.gatewayMaxInFlight,
+        keyLookupTimeoutMs: config.gatewayKeyLookupTimeoutMs,
+      })
+    : undefined;
+  const api = roles.api ? await startApi(config, logger, orm, databaseUrl, secrets) : undefined;
+
+  return {
+    apiPort: api?.port,
+    gateway,
+    orm,
+    async stop() {
+      await api?.stop();
+      await gateway?.stop();
+      await orm.close(true);
+      await embedded?.stop();
+    },
+  };
+}
+
+/** The management API: Connect, gRPC and REST on one port, and the task workers. */
+async function startApi(config: Config, logger: Logger, orm: MikroORM, databaseUrl: string, secrets: SecretBox) {
   const tasks = new TaskQueue(databaseUrl, orm, logger);
   tasks.register(bulkUpdateTaskType, runBulkUpdate);
   await tasks.start({ runWorkers: config.runWorkers });
 
-  const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
   const routeFn = routes({ publicUrl: config.publicUrl, tasks, secrets, defaultMaxInFlight: config.gatewayMaxInFlight });
   const routerOptions = {
     interceptors: [
@@ -99,17 +144,14 @@ export async function startApp(config: Config, logger: Logger, hooks: AppHooks =
       void ops(req, res).then((handled) => (handled ? undefined : rest(req, res)));
     },
   });
-  const api: Listener = await listen(handler, config.apiPort, config.host);
-  logger.info({ port: api.port }, "management API listening");
-
+  const listener: Listener = await listen(handler, config.apiPort, config.host);
+  logger.info({ port: listener.port }, "management API listening");
   return {
-    apiPort: api.port,
-    orm,
+    port: listener.port,
     async stop() {
-      await api.close();
+      await listener.close();
       await tasks.stop();
-      await orm.close(true);
-      await embedded?.stop();
     },
   };
 }
+

@@ -1,9 +1,22 @@
-import { startApp } from "./app.ts";
+import { startApp, type Roles } from "./app.ts";
 import { loadConfig } from "./platform/config.ts";
 import { createLogger } from "./platform/logger.ts";
 
 const config = loadConfig(process.env);
 const logger = createLogger(config.logLevel);
+
+// `node src/main.ts` serves both halves; `gateway` or `api` serves one, so that each can scale alone.
+const rolesByCommand: Record<string, Roles> = {
+  "": { api: true, gateway: true },
+  gateway: { api: false, gateway: true },
+  api: { api: true, gateway: false },
+};
+const command = process.argv[2] ?? "";
+const roles = rolesByCommand[command];
+if (!roles) {
+  process.stderr.write(`Unknown command "${command}". Use no command (both halves), "api" or "gateway".\n`);
+  process.exit(2);
+}
 
 const starting = startApp(config, logger, {
   onAdminKeyGenerated(key, file) {
@@ -13,7 +26,7 @@ const starting = startApp(config, logger, {
         `It is shown only now, and saved to ${file} (mode 0600).\n\n`,
     );
   },
-});
+}, roles);
 
 // Registered before start-up finishes, so that a signal during start-up still shuts down cleanly.
 let stopping = false;

@@ -24,7 +24,7 @@ function start(): Promise<Started> {
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && name !== "DATABASE_URL" && name !== "WARDEN_ADMIN_KEY") env[name] = value;
   }
-  Object.assign(env, { WARDEN_DATA_DIR: dataDir, WARDEN_API_PORT: "0", WARDEN_HOST: "127.0.0.1" });
+  Object.assign(env, { WARDEN_DATA_DIR: dataDir, WARDEN_API_PORT: "0", WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1" });
   const child = spawn(process.execPath, ["src/main.ts"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";

@@ -19,6 +19,8 @@ export interface Config {
   masterKey: string | undefined;
   /** The global in-flight cap of each gateway process, until an administrator sets one. */
   gatewayMaxInFlight: number;
+  /** Gateway request bodies are capped at this (prompts may carry images). */
+  gatewayMaxBodyBytes: number;
   /** The one database call a gateway request may make: a key the snapshot does not know. */
   gatewayKeyLookupTimeoutMs: number;
 }
@@ -39,6 +41,7 @@ export function loadConfig(env: Env): Config {
     runWorkers: env.WARDEN_WORKERS !== "false",
     masterKey: env.WARDEN_MASTER_KEY || undefined,
     gatewayMaxInFlight: intVar(env, "WARDEN_GATEWAY_MAX_IN_FLIGHT", 1024),
+    gatewayMaxBodyBytes: intVar(env, "WARDEN_GATEWAY_MAX_BODY_BYTES", 32 * 1024 * 1024),
     gatewayKeyLookupTimeoutMs: intVar(env, "WARDEN_GATEWAY_KEY_LOOKUP_TIMEOUT_MS", 1000),
   };
 }

@@ -10,6 +10,8 @@ import { createTestDatabase, type TestDatabase } from "./database.ts";
 export interface TestApp {
   app: App;
   baseUrl: string;
+  /** The model gateway's listener. */
+  gatewayUrl: string;
   adminKey: string;
   database: TestDatabase;
   config: Config;
@@ -27,6 +29,7 @@ export async function startTestApp(options: { database?: TestDatabase; adminKey?
   const config = loadConfig({
     DATABASE_URL: database.url,
     WARDEN_API_PORT: "0",
+    WARDEN_GATEWAY_PORT: "0",
     WARDEN_HOST: "127.0.0.1",
     WARDEN_DATA_DIR: dataDir,
     WARDEN_ADMIN_KEY: adminKey,
@@ -37,6 +40,7 @@ export async function startTestApp(options: { database?: TestDatabase; adminKey?
   return {
     app,
     baseUrl: `http://127.0.0.1:${app.apiPort}`,
+    gatewayUrl: `http://127.0.0.1:${app.gateway?.port}`,
     adminKey,
     database,
     config,

@@ -1,0 +1,280 @@
+import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../platform/logger.ts";
+import { hashKey } from "../../workspaces/keys.ts";
+import { checkModelAccess, availableModels } from "../access/model-access.ts";
+import type { GatewayKey, GatewaySnapshot } from "../config/types.ts";
+import { KeyLookupFailed, type ConfigWatcher } from "../config/watcher.ts";
+import type { GuardrailStep } from "../guardrails/guardrail-step.ts";
+import type { UsageStep } from "../limits/usage-step.ts";
+import { readProviderError, readProviderErrorBody } from "../providers/errors.ts";
+import { nextSequenceNumber, sseEvents, streamErrorEvent, type SseEvent } from "../providers/sse.ts";
+import type { UpstreamResponse } from "../providers/upstream.ts";
+import { resolveRoute } from "../routing/resolve.ts";
+import { matchEndpoint, styleForUnknownPath, type Endpoint } from "./endpoints.ts";
+import {
+  asGatewayError,
+  bodyNotJsonObject,
+  bodyTooLarge,
+  bodyWithoutModel,
+  databaseUnavailable,
+  disabledApiKey,
+  gatewayAtCapacity,
+  GatewayError,
+  invalidApiKey,
+  methodNotAllowed,
+  missingApiKey,
+  modelBlocked,
+  modelNotAllowed,
+  noUpstreamCapacity,
+  providerErrorToGatewayError,
+  renderError,
+  streamingImagesUnsupported,
+  styleForModels,
+  unknownPath,
+  type EndpointStyle,
+} from "./errors.ts";
+import { modelList } from "./models.ts";
+import type { UpstreamRegistry } from "./upstreams.ts";
+
+export interface PipelineDeps {
+  watcher: ConfigWatcher;
+  upstreams: UpstreamRegistry;
+  usage: UsageStep;
+  guardrails: GuardrailStep;
+  logger: Logger;
+  maxBodyBytes: number;
+}
+
+type CallEndpoint = Endpoint & { kind: "call" };
+
+/** What one request has learned so far, for its log line. */
+interface Trace {
+  log: Logger;
+  keyId?: string;
+  model?: string;
+  provider?: string;
+}
+
+/**
+ * The data plane. Checks run in the spec's order, and the first failure answers:
+ * capacity → key → (body) → model access → usage limits → input guardrails → routing and the
+ * provider call → output guardrails (not for streams). Nothing here touches the database but the
+ * watcher's timed look-up of a key it does not know.
+ */
+export function createGatewayHandler(deps: PipelineDeps) {
+  let inFlight = 0;
+
+  return function handleGatewayRequest(req: IncomingMessage, res: ServerResponse): void {
+    const requestId = headerValue(req, "x-request-id") ?? randomUUID();
+    const trace: Trace = { log: deps.logger.child({ requestId }) };
+    const started = performance.now();
+    inFlight += 1;
+    handle(req, res, trace, inFlight)
+      .catch((err: unknown) => fail(res, trace, "responses", err))
+      .finally(() => {
+        inFlight -= 1;
+        trace.log.info(
+          { method: req.method, path: req.url, status: res.statusCode, keyId: trace.keyId, model: trace.model, provider: trace.provider, ms: Math.round(performance.now() - started) },
+          "gateway request",
+        );
+      });
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse, trace: Trace, inFlightNow: number): Promise<void> {
+    const pathname = new URL(req.url ?? "/", "http://gateway").pathname;
+    const match = matchEndpoint(pathname);
+    if (!match) return fail(res, trace, styleForUnknownPath(pathname), unknownPath(pathname));
+    const endpoint = match.endpoint;
+    const style = endpoint.kind === "models" ? styleForModels(endpoint.prefix, { get: (name) => headerValue(req, name) ?? null }) : endpoint.style;
+    if (req.method !== match.method) return fail(res, trace, style, methodNotAllowed(req.method ?? "", pathname, [match.method]));
+
+    const snapshot = deps.watcher.snapshot;
+    try {
+      if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
+      const key = await authenticate(req, snapshot);
+      trace.keyId = key.id;
+      const config = snapshot.workspaces.get(key.workspaceId);
+      if (endpoint.kind === "models") {
+        const family = style === "messages" ? "messages" : "responses";
+        return sendJson(res, 200, modelList(family, availableModels(config, key)));
+      }
+      await call(req, res, trace, endpoint, key, snapshot);
+    } catch (err) {
+      fail(res, trace, style, err);
+    }
+  }
+
+  async function call(
+    req: IncomingMessage,
+    res: ServerResponse,
+    trace: Trace,
+    endpoint: CallEndpoint,
+    key: GatewayKey,
+    snapshot: GatewaySnapshot,
+  ): Promise<void> {
+    const raw = await readBody(req, deps.maxBodyBytes);
+    const body = parseObject(raw);
+    if (endpoint.endpoint === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
+    if (!body) throw bodyNotJsonObject();
+    const model = body.model;
+    if (typeof model !== "string" || model === "") throw bodyWithoutModel();
+    trace.model = model;
+
+    const config = snapshot.workspaces.get(key.workspaceId);
+    const access = checkModelAccess(config, key, model);
+    if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
+
+    const ticket = await deps.usage.admit({ key, model });
+    if (endpoint.guardrails) await deps.guardrails.checkInput({ key, body });
+
+    const route = resolveRoute(config, model, endpoint.endpoint);
+    if (!route.ok) throw route.error;
+    trace.provider = route.provider.name;
+    const upstream = deps.upstreams.for(route.provider);
+    if (!upstream.tryAcquire()) throw noUpstreamCapacity(route.provider.name);
+    try {
+      const abort = new AbortController();
+      res.once("close", () => abort.abort());
+      const upstreamBody = route.upstreamModel === model ? raw : Buffer.from(JSON.stringify({ ...body, model: route.upstreamModel }));
+      const response = await upstream.send({
+        endpoint: endpoint.endpoint,
+        body: upstreamBody,
+        clientHeaders: { get: (name) => headerValue(req, name) ?? null },
+        signal: abort.signal,
+      });
+      if (response.status >= 400) {
+        const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
+        throw providerErrorToGatewayError(response.status, message);
+      }
+      if (body.stream === true && contentType(response).includes("text/event-stream")) {
+        await passStream(res, response, endpoint);
+        ticket.settle(undefined);
+        return;
+      }
+      const output = await collect(response.body);
+      ticket.settle(undefined);
+      if (endpoint.guardrails) await deps.guardrails.checkOutput({ key, body: output });
+      res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
+      res.end(output);
+    } finally {
+      upstream.release();
+    }
+  }
+
+  /**
+   * Events go through whole, as they arrive. A failure before the first event is an ordinary
+   * error answer; after it, the status is sent, so the stream ends with the family's own error
+   * event instead, and never hangs.
+   */
+  async function passStream(res: ServerResponse, response: UpstreamResponse, endpoint: CallEndpoint): Promise<void> {
+    let started = false;
+    let last: SseEvent | undefined;
+    const start = () => {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+      started = true;
+    };
+    try {
+      for await (const event of sseEvents(response.body)) {
+        if (!started) start();
+        last = event;
+        if (!res.write(event.raw)) await drained(res);
+      }
+      if (!started) start();
+      res.end();
+    } catch (err) {
+      if (!started || res.destroyed) throw err;
+      res.end(streamErrorEvent(endpoint.family, asGatewayError(err).message, nextSequenceNumber(last)));
+    }
+  }
+
+  async function authenticate(req: IncomingMessage, snapshot: GatewaySnapshot): Promise<GatewayKey> {
+    const secret = bearerToken(headerValue(req, "authorization")) ?? headerValue(req, "x-api-key");
+    if (!secret) throw missingApiKey();
+    const hash = hashKey(secret);
+    let key = snapshot.keysByHash.get(hash);
+    if (!key) {
+      try {
+        key = (await deps.watcher.lookUpKey(hash)) ?? undefined;
+      } catch (err) {
+        if (err instanceof KeyLookupFailed) throw databaseUnavailable();
+        throw err;
+      }
+    }
+    if (!key) throw invalidApiKey();
+    if (key.disabled) throw disabledApiKey();
+    return key;
+  }
+
+  function fail(res: ServerResponse, trace: Trace, style: EndpointStyle, err: unknown): void {
+    const error = asGatewayError(err);
+    if (!(err instanceof GatewayError) && error.status === 500) trace.log.error({ err }, "gateway request failed");
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const rendered = renderError(style, error);
+    res.writeHead(rendered.status, { ...rendered.headers, "content-length": Buffer.byteLength(rendered.body) });
+    res.end(rendered.body);
+  }
+}
+
+class BodyTooLarge extends Error {}
+
+async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > maxBytes) throw bodyTooLarge(maxBytes);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) throw new BodyTooLarge();
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof BodyTooLarge) throw bodyTooLarge(maxBytes);
+    throw err;
+  }
+  return Buffer.concat(chunks, size);
+}
+
+function parseObject(raw: Buffer): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(raw.toString("utf8"));
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+async function drained(res: ServerResponse): Promise<void> {
+  await Promise.race([once(res, "drain"), once(res, "close")]);
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function contentType(response: UpstreamResponse): string {
+  const value = response.headers["content-type"];
+  return (Array.isArray(value) ? value[0] : value) ?? "";
+}
+
+function headerValue(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return (Array.isArray(value) ? value[0] : value) || undefined;
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  return header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+}

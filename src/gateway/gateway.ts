@@ -1,0 +1,64 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { Logger } from "../platform/logger.ts";
+import type { SecretBox } from "./config/secrets.ts";
+import { loadSnapshot } from "./config/snapshot.ts";
+import { ConfigWatcher } from "./config/watcher.ts";
+import { createGatewayHandler } from "./dataplane/pipeline.ts";
+import { UpstreamRegistry } from "./dataplane/upstreams.ts";
+import { noGuardrails } from "./guardrails/guardrail-step.ts";
+import { unlimitedUsage } from "./limits/usage-step.ts";
+
+export interface GatewayOptions {
+  orm: MikroORM;
+  databaseUrl: string;
+  secrets: SecretBox;
+  logger: Logger;
+  port: number;
+  host: string;
+  maxBodyBytes: number;
+  defaultMaxInFlight: number;
+  keyLookupTimeoutMs: number;
+}
+
+export interface Gateway {
+  port: number;
+  watcher: ConfigWatcher;
+  stop(): Promise<void>;
+}
+
+/** The data plane: a plain HTTP listener over this process's snapshot of the configuration. */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const logger = options.logger.child({ component: "gateway" });
+  const watcher = await ConfigWatcher.start({
+    databaseUrl: options.databaseUrl,
+    load: (version) => loadSnapshot({ orm: options.orm, secrets: options.secrets, defaultMaxInFlight: options.defaultMaxInFlight, logger }, version),
+    logger,
+    keyLookupTimeoutMs: options.keyLookupTimeoutMs,
+  });
+  const upstreams = new UpstreamRegistry();
+  const server = http.createServer(
+    createGatewayHandler({ watcher, upstreams, usage: unlimitedUsage, guardrails: noGuardrails, logger, maxBodyBytes: options.maxBodyBytes }),
+  );
+  // Longer than the usual 60 s idle timeout of load balancers, so that they close first.
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port }, "model gateway listening");
+  return {
+    port,
+    watcher,
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await upstreams.close();
+      await watcher.stop();
+    },
+  };
+}

@@ -1,0 +1,163 @@
+import { Pool } from "undici";
+import type { ProviderConfig, ProviderKind } from "../config/types.ts";
+import { classifyUpstreamError } from "./errors.ts";
+
+export type UpstreamEndpoint = "messages" | "responses" | "embeddings" | "images";
+
+export interface UpstreamCall {
+  endpoint: UpstreamEndpoint;
+  /** The request body, already rewritten (upstream model name and so on). */
+  body: Buffer;
+  /** The caller's headers; only anthropic-version and anthropic-beta are read. A Headers fits. */
+  clientHeaders: Pick<Headers, "get">;
+  /** The caller's; aborting it rejects send() or ends the body with the signal's reason, untyped. */
+  signal: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Undici's body. Errors while reading it arrive already typed (UpstreamBodyTimeoutError, …). */
+  body: AsyncIterable<Buffer>;
+}
+
+/** Anthropic's oldest stable version, sent when the caller names none. */
+export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
+export const DEFAULT_AZURE_API_VERSION = "preview";
+
+const openAiPaths: Record<Exclude<UpstreamEndpoint, "messages">, string> = {
+  responses: "/v1/responses",
+  embeddings: "/v1/embeddings",
+  images: "/v1/images/generations",
+};
+
+/**
+ * The provider path for an endpoint, below the base URL's own path; undefined when the kind has
+ * no such endpoint (the router answers that with the spec's 503 "The routing rule …").
+ */
+export function upstreamPath(kind: ProviderKind, endpoint: UpstreamEndpoint): string | undefined {
+  if (kind === "anthropic") return endpoint === "messages" ? "/v1/messages" : undefined;
+  if (endpoint === "messages") return undefined;
+  return kind === "azure_openai" ? `/openai${openAiPaths[endpoint]}` : openAiPaths[endpoint];
+}
+
+export function supportsEndpoint(kind: ProviderKind, endpoint: UpstreamEndpoint): boolean {
+  return upstreamPath(kind, endpoint) !== undefined;
+}
+
+async function* typedBody(body: AsyncIterable<Buffer>): AsyncGenerator<Buffer, void, undefined> {
+  try {
+    yield* body;
+  } catch (err) {
+    throw classifyUpstreamError(err, "body") ?? err;
+  }
+}
+
+/**
+ * One provider's connection pool and its in-flight cap. The cap is a plain counter checked by
+ * tryAcquire() so that a busy provider is refused at once (503, Retry-After 1); the pool has as
+ * many connections as the cap, so a call that got a slot never waits in undici's queue either.
+ */
+export class Upstream {
+  readonly name: string;
+  readonly kind: ProviderKind;
+  readonly maxInFlight: number;
+  // Private so that logging an Upstream can never print the provider key.
+  readonly #apiKey: string | null;
+  readonly #apiVersion: string;
+  readonly #pathPrefix: string;
+  readonly #pool: Pool;
+  #inFlight = 0;
+
+  constructor(provider: ProviderConfig) {
+    this.name = provider.name;
+    this.kind = provider.kind;
+    this.maxInFlight = provider.maxInFlight;
+    this.#apiKey = provider.apiKey;
+    this.#apiVersion = provider.apiVersion ?? DEFAULT_AZURE_API_VERSION;
+    const base = new URL(provider.baseUrl);
+    this.#pathPrefix = base.pathname.replace(/\/+$/, "");
+    this.#pool = new Pool(base.origin, {
+      connections: provider.maxInFlight,
+      connectTimeout: provider.connectTimeoutMs,
+      headersTimeout: provider.headersTimeoutMs,
+      bodyTimeout: provider.bodyTimeoutMs,
+    });
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Takes a slot, or returns false at the cap; never waits. Pair every true with one release(). */
+  tryAcquire(): boolean {
+    if (this.#inFlight >= this.maxInFlight) return false;
+    this.#inFlight += 1;
+    return true;
+  }
+
+  /** Gives the slot back once the response body is consumed or abandoned. */
+  release(): void {
+    if (this.#inFlight > 0) this.#inFlight -= 1;
+  }
+
+  /** Whether a provider key is stored; without one the router answers 503 "No API key is configured for …". */
+  get hasApiKey(): boolean {
+    return this.#apiKey !== null;
+  }
+
+  /**
+   * POSTs the call to the provider and resolves with its status and headers, whatever the status:
+   * reading a provider error is the caller's business (readProviderError). Transport failures
+   * reject with the typed errors of errors.ts.
+   */
+  async send(call: UpstreamCall): Promise<UpstreamResponse> {
+    const path = upstreamPath(this.kind, call.endpoint);
+    if (path === undefined) {
+      throw new Error(`Provider '${this.name}' (${this.kind}) has no ${call.endpoint} endpoint`);
+    }
+    if (this.#apiKey === null) {
+      throw new Error(`Provider '${this.name}' has no API key; check hasApiKey before sending`);
+    }
+    const query = this.kind === "azure_openai" ? `?api-version=${encodeURIComponent(this.#apiVersion)}` : "";
+    const response = await this.#pool
+      .request({
+        method: "POST",
+        path: `${this.#pathPrefix}${path}${query}`,
+        headers: this.#headers(this.#apiKey, call.clientHeaders),
+        body: call.body,
+        signal: call.signal,
+      })
+      .catch((err: unknown) => {
+        throw classifyUpstreamError(err, "request") ?? err;
+      });
+    return { status: response.statusCode, headers: response.headers, body: typedBody(response.body) };
+  }
+
+  /** Waits for calls in flight to finish, then closes the connections. */
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+
+  // Built from scratch: nothing of the caller's reaches the provider unless named here, so the
+  // gateway key (Authorization, x-api-key) can never leak upstream.
+  #headers(key: string, client: Pick<Headers, "get">): Record<string, string> {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    switch (this.kind) {
+      case "anthropic": {
+        headers["x-api-key"] = key;
+        headers["anthropic-version"] = client.get("anthropic-version") ?? DEFAULT_ANTHROPIC_VERSION;
+        const beta = client.get("anthropic-beta");
+        if (beta !== null) headers["anthropic-beta"] = beta;
+        break;
+      }
+      case "openai":
+        headers.authorization = `Bearer ${key}`;
+        break;
+      case "azure_openai":
+        headers["api-key"] = key;
+        break;
+    }
+    return headers;
+  }
+}
