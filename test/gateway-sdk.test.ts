@@ -1,0 +1,66 @@
+import Anthropic from "@anthropic-ai/sdk";
+import OpenAI from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestApp, type TestApp } from "./support/app.ts";
+import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
+
+let t: TestApp;
+let g: GatewayFixture;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  g = await setUpGateway(t);
+});
+afterAll(async () => {
+  await g?.close();
+  await t?.stop();
+});
+
+async function bytes(url: string, init: RequestInit): Promise<{ status: number; type: string | null; body: string }> {
+  const res = await fetch(url, init);
+  return { status: res.status, type: res.headers.get("content-type"), body: await res.text() };
+}
+
+describe("the official SDKs through the gateway", () => {
+  it("anthropic: messages, plain and streamed", async () => {
+    const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
+    const message = await anthropic.messages.create({ model: "claude-test", max_tokens: 64, messages: [{ role: "user", content: "Hi" }] });
+    expect(message.content[0]).toMatchObject({ type: "text" });
+    const stream = anthropic.messages.stream({ model: "claude-test", max_tokens: 64, messages: [{ role: "user", content: "Hi" }] });
+    const final = await stream.finalMessage();
+    expect(final.content[0]).toMatchObject({ type: "text", text: expect.any(String) });
+    expect(g.anthropic.requests.at(-1)!.headers["x-api-key"]).toBe(g.anthropic.apiKey);
+  });
+
+  it("openai: responses, embeddings, images, plain and streamed", async () => {
+    const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: g.key, maxRetries: 0 });
+    const response = await openai.responses.create({ model: "gpt-test", input: "Hi" });
+    expect(response.output_text).toBeTruthy();
+    const stream = await openai.responses.create({ model: "gpt-test", input: "Hi", stream: true });
+    const types: string[] = [];
+    for await (const event of stream) types.push(event.type);
+    expect(types.at(-1)).toBe("response.completed");
+    const embeddings = await openai.embeddings.create({ model: "text-embedding-test", input: ["a", "b"] });
+    expect(embeddings.data).toHaveLength(2);
+    const image = await openai.images.generate({ model: "image-test", prompt: "a cat" });
+    expect(image.data?.[0]?.b64_json).toBeTruthy();
+    const azure = await openai.responses.create({ model: "azure-test", input: "Hi" });
+    expect(azure.output_text).toBeTruthy();
+    expect(g.azure.requests.at(-1)!.query.get("api-version")).toBe("2025-04-01-preview");
+  });
+
+  it("passes the provider's bytes through unchanged", async () => {
+    const body = JSON.stringify({ model: "gpt-test", input: "Same bytes?" });
+    const direct = await bytes(`${g.openai.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${g.openai.apiKey}`, "content-type": "application/json" },
+      body,
+    });
+    const through = await bytes(`${t.gatewayUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${g.key}`, "content-type": "application/json" },
+      body,
+    });
+    expect(through).toEqual(direct);
+  });
+});

@@ -1,0 +1,373 @@
+/**
+ * Fake model providers for tests: real HTTP servers on 127.0.0.1 that speak the Anthropic, OpenAI
+ * and Azure OpenAI wire formats. Behaviour is chosen per request by directives in the model name
+ * (see fakeModel). Answers depend only on the request: ids come from a hash of the kind, method,
+ * path and body (canonical JSON: key order and whitespace do not matter); every timestamp is fixed.
+ */
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { anthropicError, anthropicMessage, anthropicModels, anthropicStreamEvents } from "./fake-providers/anthropic.ts";
+import {
+  canonicalJson,
+  DEFAULT_EVENTS,
+  DEFAULT_INPUT_TOKENS,
+  DEFAULT_OUTPUT_TOKENS,
+  digest,
+  isRecord,
+  malformedSseEvent,
+  MAX_BODY_BYTES,
+  sseEvent,
+} from "./fake-providers/common.ts";
+import { parseFakeModel, type FakeDirectives } from "./fake-providers/directives.ts";
+import {
+  openaiEmbeddings,
+  openaiError,
+  openaiImages,
+  openaiModels,
+  openaiResponse,
+  openaiResponseStreamEvents,
+} from "./fake-providers/openai.ts";
+
+export { fakeModel, parseFakeModel } from "./fake-providers/directives.ts";
+export type { FakeDirectives } from "./fake-providers/directives.ts";
+export { fakeEmbedding, EMBEDDING_DIMENSIONS } from "./fake-providers/openai.ts";
+export { FAKE_EPOCH_ISO, FAKE_EPOCH_SECONDS, TINY_PNG_BASE64 } from "./fake-providers/common.ts";
+
+export type FakeKind = "anthropic" | "openai" | "azure";
+
+export interface RecordedRequest {
+  method: string;
+  /** The path without the query. */
+  path: string;
+  query: URLSearchParams;
+  /** Lower-case names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  /** The parsed JSON body, or undefined when the body is empty or not JSON. */
+  body: unknown;
+  raw: string;
+}
+
+export interface FakeProvider {
+  kind: FakeKind;
+  /** http://127.0.0.1:<port>, no trailing slash. */
+  url: string;
+  /** The only key it accepts. */
+  apiKey: string;
+  /** Every request received, in order. */
+  requests: RecordedRequest[];
+  /** Clears requests. */
+  reset(): void;
+  /** Closes the server and destroys open sockets. */
+  close(): Promise<void>;
+}
+
+type Endpoint = "messages" | "responses" | "embeddings" | "images" | "models";
+
+const ROUTES: Record<FakeKind, Record<string, Endpoint>> = {
+  anthropic: { "POST /v1/messages": "messages", "GET /v1/models": "models" },
+  openai: {
+    "POST /v1/responses": "responses",
+    "POST /v1/embeddings": "embeddings",
+    "POST /v1/images/generations": "images",
+    "GET /v1/models": "models",
+  },
+  azure: {
+    "POST /openai/v1/responses": "responses",
+    "POST /openai/v1/embeddings": "embeddings",
+    "POST /openai/v1/images/generations": "images",
+    "GET /openai/v1/models": "models",
+  },
+};
+
+interface ErrorOptions {
+  type?: string;
+  code?: string;
+  retryAfter?: number;
+}
+
+export async function startFakeProvider(kind: FakeKind, options: { apiKey?: string } = {}): Promise<FakeProvider> {
+  const apiKey = options.apiKey ?? `fake-${kind}-key`;
+  const requests: RecordedRequest[] = [];
+  const sockets = new Set<Socket>();
+  /** Cancels every pending delay; each resolves false. */
+  const pendingDelays = new Set<() => void>();
+  let closing: Promise<void> | undefined;
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch(() => {
+      try {
+        if (!res.headersSent && !res.destroyed) sendError(res, "", 500, "The fake provider failed.");
+        else res.destroy();
+      } catch {
+        res.destroy();
+      }
+    });
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    if (closing) socket.destroy();
+  });
+
+  function requestIdHeaders(hash: string): Record<string, string> {
+    const id = `req_${digest("request-id", hash).slice(0, 24)}`;
+    return kind === "anthropic" ? { "request-id": id } : { "x-request-id": id };
+  }
+
+  function sendJson(res: ServerResponse, hash: string, status: number, value: unknown, extra: Record<string, string> = {}): void {
+    const text = JSON.stringify(value);
+    res.sendDate = false;
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(text)),
+      ...requestIdHeaders(hash),
+      ...extra,
+    });
+    res.end(text);
+  }
+
+  function sendError(res: ServerResponse, hash: string, status: number, message: string, opts: ErrorOptions = {}): void {
+    const body = kind === "anthropic" ? anthropicError(status, message, opts.type) : openaiError(status, message, opts.type, opts.code);
+    sendJson(res, hash, status, body, opts.retryAfter === undefined ? {} : { "retry-after": String(opts.retryAfter) });
+  }
+
+  /** Resolves true after ms, or false at once when the client goes away or the fake closes. */
+  function delay(ms: number, res: ServerResponse): Promise<boolean> {
+    return new Promise((resolve) => {
+      const finish = (completed: boolean): void => {
+        clearTimeout(timer);
+        pendingDelays.delete(cancel);
+        res.off("close", cancel);
+        resolve(completed);
+      };
+      const cancel = (): void => finish(false);
+      const timer = setTimeout(() => finish(true), ms);
+      pendingDelays.add(cancel);
+      res.on("close", cancel);
+    });
+  }
+
+  /** Sends what remains queued on the socket, then destroys it: the body ends without its last chunk. */
+  function cut(res: ServerResponse): void {
+    const socket = res.socket;
+    if (!socket) return;
+    socket.end(() => socket.destroy());
+  }
+
+  /** Writes a stream of SSE events, honouring cutAfter, stallAfter and malformedSse. */
+  function stream(res: ServerResponse, hash: string, events: ReadonlyArray<{ type: string }>, d: FakeDirectives): void {
+    res.sendDate = false;
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      ...requestIdHeaders(hash),
+    });
+    const cutAt = d.cutAfter !== undefined && d.cutAfter < events.length ? d.cutAfter : Infinity;
+    const stallAt = d.stallAfter !== undefined && d.stallAfter < events.length ? d.stallAfter : Infinity;
+    const stop = Math.min(cutAt, stallAt, events.length);
+    for (let i = 0; i < stop; i++) {
+      const event = events[i]!;
+      res.write(i === 1 && d.malformedSse ? malformedSseEvent(event.type, event) : sseEvent(event.type, event));
+    }
+    if (stop === events.length) {
+      res.end();
+    } else if (stop === cutAt) {
+      res.flushHeaders();
+      cut(res);
+    } else {
+      // Stalled: headers and the events so far go out; the response never ends (close() destroys the socket).
+      res.flushHeaders();
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const method = req.method ?? "GET";
+    const { raw, tooLarge } = await readBody(req);
+    let body: unknown;
+    try {
+      body = raw === "" ? undefined : JSON.parse(raw);
+    } catch {
+      body = undefined;
+    }
+    requests.push({ method, path: url.pathname, query: url.searchParams, headers: flattenHeaders(req.headers), body, raw });
+    // The seed of ids: the request's meaning (canonical JSON when the body parses), not its formatting.
+    const hash = digest(kind, method, url.pathname, body === undefined ? raw : canonicalJson(body));
+
+    // 1. Authentication, each provider its own way.
+    const auth = checkAuth(kind, apiKey, req);
+    if (auth !== null) return sendError(res, hash, 401, auth.message, { code: auth.code });
+
+    // 2. Route.
+    const endpoint = ROUTES[kind][`${method} ${url.pathname}`];
+    if (endpoint === undefined) {
+      return sendError(res, hash, 404, kind === "anthropic" ? "Not Found" : `Invalid URL (${method} ${url.pathname})`);
+    }
+
+    // 3. Azure wants an api-version.
+    if (kind === "azure" && !url.searchParams.get("api-version")) {
+      return sendError(res, hash, 400, "Missing required query parameter 'api-version'.", { code: "missing_api_version" });
+    }
+
+    if (endpoint === "models") return sendJson(res, hash, 200, kind === "anthropic" ? anthropicModels() : openaiModels());
+
+    // 4. The body: a JSON object with a model.
+    if (tooLarge) return sendError(res, hash, 413, `Request body is larger than ${MAX_BODY_BYTES} bytes.`);
+    if (!isRecord(body)) {
+      return sendError(
+        res,
+        hash,
+        400,
+        kind === "anthropic"
+          ? "There was an issue with the request body: it is not a JSON object."
+          : "We could not parse the JSON body of your request. The body must be a JSON object.",
+      );
+    }
+    const model = body.model;
+    const modelRequired = endpoint !== "images";
+    if ((modelRequired && model === undefined) || (model !== undefined && (typeof model !== "string" || model === ""))) {
+      return sendError(res, hash, 400, kind === "anthropic" ? "model: Field required" : "Missing required parameter: 'model'.");
+    }
+
+    // 5. Directives.
+    const parsed = typeof model === "string" ? parseFakeModel(model) : { ok: true as const, base: "", directives: {} };
+    if (!parsed.ok) return sendError(res, hash, 400, parsed.message);
+    const d = parsed.directives;
+    if (d.delayMs !== undefined && d.delayMs > 0) {
+      if (!(await delay(d.delayMs, res))) {
+        res.destroy();
+        return;
+      }
+    }
+    if (d.hangUp) {
+      req.socket.destroy();
+      return;
+    }
+    if (d.status !== undefined) {
+      return sendError(res, hash, d.status, d.message ?? `Fake ${kind} error ${d.status}`, {
+        type: d.errorType,
+        code: d.errorCode,
+        retryAfter: d.retryAfter,
+      });
+    }
+
+    // 6. The answer.
+    const seed = {
+      hash,
+      model: typeof model === "string" ? model : "",
+      text: d.text ?? `Hello from ${kind}`,
+      events: d.events ?? DEFAULT_EVENTS,
+      inputTokens: d.inputTokens ?? DEFAULT_INPUT_TOKENS,
+      outputTokens: d.outputTokens ?? DEFAULT_OUTPUT_TOKENS,
+    };
+    switch (endpoint) {
+      case "messages":
+        if (body.stream === true) return stream(res, hash, anthropicStreamEvents(seed), d);
+        return sendJson(res, hash, 200, anthropicMessage(seed));
+      case "responses":
+        if (body.stream === true) return stream(res, hash, openaiResponseStreamEvents(seed), d);
+        return sendJson(res, hash, 200, openaiResponse(seed));
+      case "embeddings": {
+        const answer = openaiEmbeddings(body, seed.model, seed.inputTokens);
+        if (answer === null) return sendError(res, hash, 400, "'input' must be a non-empty string, array of strings, or array of token arrays.");
+        return sendJson(res, hash, 200, answer);
+      }
+      case "images": {
+        const answer = openaiImages(body, seed.inputTokens, seed.outputTokens);
+        if (answer === null) return sendError(res, hash, 400, "'n' must be an integer from 1 to 10.");
+        return sendJson(res, hash, 200, answer);
+      }
+    }
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    kind,
+    url: `http://127.0.0.1:${port}`,
+    apiKey,
+    requests,
+    reset() {
+      requests.length = 0;
+    },
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        for (const cancel of [...pendingDelays]) cancel();
+        server.close(() => resolve());
+        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+      });
+      return closing;
+    },
+  };
+}
+
+/**
+ * Every credential header the request carries must hold the key, and there must be one:
+ * Anthropic reads x-api-key and Authorization: Bearer (the official SDK, from 1.x, sends its apiKey
+ * as a Bearer token); OpenAI reads Authorization: Bearer; Azure reads api-key, and also checks an
+ * Authorization header when there is one. So a caller's credential forwarded upstream is refused.
+ */
+function checkAuth(kind: FakeKind, apiKey: string, req: IncomingMessage): { message: string; code?: string } | null {
+  const bearer = req.headers.authorization;
+  const bearerOk = bearer === `Bearer ${apiKey}`;
+  switch (kind) {
+    case "anthropic": {
+      const key = req.headers["x-api-key"];
+      if (key === undefined && bearer === undefined) return { message: "x-api-key header is required" };
+      if (key !== undefined && key !== apiKey) return { message: "invalid x-api-key" };
+      if (bearer !== undefined && !bearerOk) return { message: "Invalid bearer token" };
+      return null;
+    }
+    case "openai": {
+      if (bearer === undefined) {
+        return { message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth." };
+      }
+      return bearerOk ? null : { message: "Incorrect API key provided.", code: "invalid_api_key" };
+    }
+    case "azure": {
+      if (req.headers["api-key"] === apiKey && (bearer === undefined || bearerOk)) return null;
+      return {
+        message:
+          "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.",
+        code: "401",
+      };
+    }
+  }
+}
+
+function flattenHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return flat;
+}
+
+/** Reads the body, keeping at most MAX_BODY_BYTES of it. */
+function readBody(req: IncomingMessage): Promise<{ raw: string; tooLarge: boolean }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        tooLarge = true;
+        chunks.length = 0;
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    req.on("end", () => resolve({ raw: tooLarge ? "" : Buffer.concat(chunks).toString("utf8"), tooLarge }));
+    req.on("error", reject);
+    req.on("close", () => reject(new Error("The client went away before the body ended.")));
+  });
+}
