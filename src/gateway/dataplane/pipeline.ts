@@ -208,6 +208,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
   }
 
   function fail(res: ServerResponse, trace: Trace, style: EndpointStyle, err: unknown): void {
+    // The caller went away (which also aborts the provider call): there is no one to answer.
+    if (res.destroyed) return;
     const error = asGatewayError(err);
     if (!(err instanceof GatewayError) && error.status === 500) trace.log.error({ err }, "gateway request failed");
     if (res.headersSent) {
