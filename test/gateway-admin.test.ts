@@ -177,3 +177,61 @@ describe("the snapshot", () => {
     expect(config.blockedModels).toEqual(["gpt-3*"]);
   });
 });
+
+describe("guardrails and usage limits", () => {
+  it("configures a guardrail per kind and stage, with thresholds and plug-ins checked", async () => {
+    const pii = await created("/v1/gateway/guardrails", { kind: "pii", stage: "input", piiEntityTypes: ["CREDIT_CARD", "US_SSN"] });
+    expect(pii).toEqual({
+      id: uuid,
+      kind: "pii",
+      stage: "input",
+      enabled: true,
+      piiEntityTypes: ["CREDIT_CARD", "US_SSN"],
+      injectionThreshold: null,
+      contentThresholds: {},
+      onError: "fail_open",
+      modelPath: null,
+      tokenizerPath: null,
+      classifierUrl: null,
+      classifierTimeoutMs: null,
+      dateCreated: iso,
+      dateUpdated: iso,
+    });
+    const safety = await created("/v1/gateway/guardrails", {
+      kind: "content_safety",
+      stage: "output",
+      contentThresholds: { hate: 0.8, violence: 0.9 },
+      onError: "fail_closed",
+    });
+    expect(safety).toMatchObject({ contentThresholds: { hate: 0.8, violence: 0.9 }, onError: "fail_closed" });
+    const off = await call("PATCH", `/v1/gateway/guardrails/${pii.id}`, { body: { enabled: false } });
+    expect(off.body).toMatchObject({ enabled: false, piiEntityTypes: ["CREDIT_CARD", "US_SSN"] });
+
+    const bad: [unknown, number, string, string][] = [
+      [{ kind: "pii", stage: "input" }, 409, "A pii guardrail on the input stage already exists: update it instead", "already_exists"],
+      [{ kind: "pii", stage: "output", piiEntityTypes: ["NAME"] }, 400, "piiEntityTypes[0] must be one of: CREDIT_CARD, US_SSN, IBAN_CODE, EMAIL_ADDRESS, PHONE_NUMBER, IP_ADDRESS, US_PASSPORT, CRYPTO", "invalid_argument"],
+      [{ kind: "prompt_injection", stage: "input", injectionThreshold: 1.5 }, 400, "injectionThreshold must be a number from 0 to 1", "invalid_argument"],
+      [{ kind: "content_safety", stage: "input", contentThresholds: { spam: 0.5 } }, 400, 'contentThresholds has an unknown category "spam": use hate, harassment, violence, sexual, self_harm, profanity', "invalid_argument"],
+      [{ kind: "prompt_injection", stage: "input", modelPath: "/m.onnx" }, 400, "modelPath and tokenizerPath go together", "invalid_argument"],
+      [{ kind: "prompt_injection", stage: "input", classifierUrl: "ftp://x" }, 400, "classifierUrl must be an http or https URL without a query or fragment", "invalid_argument"],
+    ];
+    for (const [body, status, message, code] of bad) {
+      const res = await call("POST", "/v1/gateway/guardrails", { body });
+      expect({ status: res.status, body: res.body }).toEqual({ status, body: errorBody(message, code) });
+    }
+  });
+
+  it("sets usage limits on keys, users and groups, one per period", async () => {
+    const key = await created("/v1/gateway/keys", {});
+    const limit = await created("/v1/gateway/usage-limits", { scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1000 });
+    expect(limit).toEqual({ id: uuid, scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1000, dateCreated: iso, dateUpdated: iso });
+    const raised = await call("PATCH", `/v1/gateway/usage-limits/${limit.id}`, { body: { tokenLimit: 5000 } });
+    expect(raised.body).toMatchObject({ tokenLimit: 5000 });
+    const again = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1 } });
+    expect(again.body).toEqual(errorBody("This key already has a daily limit: update it instead", "already_exists"));
+    const noGroup = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "group", subjectId: key.id, period: "weekly", tokenLimit: 1 } });
+    expect(noGroup.body).toEqual(errorBody("subjectId names no group of this workspace", "invalid_argument"));
+    const zero = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "weekly", tokenLimit: 0 } });
+    expect(zero.body).toEqual(errorBody("tokenLimit must be a positive integer", "invalid_argument"));
+  });
+});

@@ -91,7 +91,9 @@ function objectToProto(schema: DescMessage, input: JsonObject, prefix: string, o
     }
     out[field.jsonName] = field.fieldKind === "list"
       ? listToProto(field, value, name, options)
-      : singularToProto(field, value, name, options);
+      : field.fieldKind === "map"
+        ? mapToProto(field, value, name)
+        : singularToProto(field, value, name, options);
   }
   for (const field of schema.fields) {
     if (fieldRules(field)?.requiredKey && !(field.jsonName in input)) {
@@ -114,6 +116,15 @@ function listToProto(field: DescField & { fieldKind: "list" }, value: JsonValue,
         return messageToProto(field.message, item, itemName, options);
     }
   });
+}
+
+/** Maps with string keys and scalar values, such as `{"hate": 0.8}`. */
+function mapToProto(field: DescField & { fieldKind: "map" }, value: JsonValue, name: string): JsonValue {
+  if (!isObject(value)) throw invalidArgument(`${name} must be an object`);
+  if (field.mapKind !== "scalar") throw invalidArgument(`${name} is not supported in REST bodies`);
+  const out: JsonObject = {};
+  for (const [key, item] of Object.entries(value)) out[key] = scalarToProto(field.scalar, item, `${name}.${key}`);
+  return out;
 }
 
 function singularToProto(field: DescField, value: JsonValue, name: string, options: DecodeOptions): JsonValue {
@@ -249,7 +260,11 @@ export function messageToRest(schema: DescMessage, message: MessageShape<DescMes
         : items.map((item) => itemToRest(field, item));
       continue;
     }
-    if (field.fieldKind === "map") continue;
+    if (field.fieldKind === "map") {
+      const entries = Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, scalarToRest(v)]);
+      out[field.jsonName] = Object.fromEntries(entries) as JsonObject;
+      continue;
+    }
     const hasPresence = field.fieldKind === "message" || field.proto.proto3Optional;
     if (hasPresence && !isFieldSet(message, field)) {
       out[field.jsonName] = null;

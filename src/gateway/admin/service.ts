@@ -37,6 +37,8 @@ import {
 } from "../config/entities.ts";
 import type { SecretBox } from "../config/secrets.ts";
 import { displayPrefix, generateGatewayKey } from "../keys.ts";
+import { guardrailRpcs } from "./guardrails.ts";
+import { usageLimitRpcs } from "./usage-limits.ts";
 import { baseUrl, boundedInt, modelPatterns, providerName } from "./validate.ts";
 
 export interface GatewayAdminOptions {
@@ -58,6 +60,9 @@ export function createGatewayAdminService(options: GatewayAdminOptions): Service
   const { secrets } = options;
 
   return {
+    ...guardrailRpcs(),
+    ...usageLimitRpcs(),
+
     async createProvider(req, ctx) {
       const em = emOf(ctx);
       const workspaceId = principalOf(ctx).workspaceId;

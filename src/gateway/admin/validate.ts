@@ -12,11 +12,11 @@ export function providerName(field: string, value: string | undefined): string {
 }
 
 /** An http(s) URL without a trailing slash, query or fragment. */
-export function baseUrl(value: string | undefined): string {
-  const text = requireText("baseUrl", value, 2000);
+export function baseUrl(value: string | undefined, field = "baseUrl"): string {
+  const text = requireText(field, value, 2000);
   const url = URL.parse(text);
   if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash) {
-    throw invalidArgument("baseUrl must be an http or https URL without a query or fragment");
+    throw invalidArgument(`${field} must be an http or https URL without a query or fragment`);
   }
   return text.replace(/\/+$/, "");
 }

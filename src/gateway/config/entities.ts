@@ -107,7 +107,48 @@ export const GatewaySettingsEntity = defineEntity({
   },
 });
 
+export const GuardrailEntity = defineEntity({
+  name: "GatewayGuardrail",
+  tableName: "gateway_guardrail",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    kind: p.string().length(24),
+    stage: p.string().length(8),
+    enabled: p.boolean(),
+    piiEntityTypes: p.array(),
+    injectionThreshold: p.double().nullable(),
+    contentThresholds: p.json<Record<string, number>>(),
+    onError: p.string().length(16),
+    modelPath: p.string().length(1000).nullable(),
+    tokenizerPath: p.string().length(1000).nullable(),
+    classifierUrl: p.string().length(2000).nullable(),
+    classifierTimeoutMs: p.integer().nullable(),
+    dateCreated: p.datetime(),
+    dateUpdated: p.datetime(),
+  },
+});
+export type GuardrailRow = InferEntity<typeof GuardrailEntity>;
+
+export const UsageLimitEntity = defineEntity({
+  name: "GatewayUsageLimit",
+  tableName: "gateway_usage_limit",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    scope: p.string().length(8),
+    subjectId: p.uuid(),
+    period: p.string().length(16),
+    tokenLimit: p.bigint("number"),
+    dateCreated: p.datetime(),
+    dateUpdated: p.datetime(),
+  },
+});
+export type UsageLimitRow = InferEntity<typeof UsageLimitEntity>;
+
 export const gatewayEntities = [
+  GuardrailEntity,
+  UsageLimitEntity,
   ProviderEntity,
   RoutingRuleEntity,
   GatewayUserEntity,

@@ -4,11 +4,23 @@ import {
   AccessRuleEntity,
   GatewayKeyEntity,
   GatewaySettingsEntity,
+  GuardrailEntity,
   ProviderEntity,
   RoutingRuleEntity,
+  UsageLimitEntity,
 } from "./entities.ts";
 import type { SecretBox } from "./secrets.ts";
-import type { GatewayKey, GatewaySnapshot, ProviderConfig, ProviderKind, WorkspaceConfig } from "./types.ts";
+import type {
+  GatewayKey,
+  GatewaySnapshot,
+  GuardrailKind,
+  GuardrailStage,
+  LimitPeriod,
+  LimitScope,
+  ProviderConfig,
+  ProviderKind,
+  WorkspaceConfig,
+} from "./types.ts";
 
 const providerKinds: Record<string, ProviderKind> = {
   ANTHROPIC: "anthropic",
@@ -26,12 +38,14 @@ export interface SnapshotSources {
 /** Reads the whole gateway configuration, for every workspace, into one immutable snapshot. */
 export async function loadSnapshot(sources: SnapshotSources, version: number): Promise<GatewaySnapshot> {
   const em = sources.orm.em.fork();
-  const [providers, rules, keys, accessRules, settings] = await Promise.all([
+  const [providers, rules, keys, accessRules, settings, guardrails, usageLimits] = await Promise.all([
     em.find(ProviderEntity, {}),
     em.find(RoutingRuleEntity, {}, { orderBy: [{ priority: "asc" }, { dateCreated: "asc" }, { id: "asc" }] }),
     em.find(GatewayKeyEntity, {}),
     em.find(AccessRuleEntity, {}),
     em.findOne(GatewaySettingsEntity, { id: 1 }),
+    em.find(GuardrailEntity, { enabled: true }, { orderBy: [{ kind: "asc" }, { stage: "asc" }] }),
+    em.find(UsageLimitEntity, {}),
   ]);
 
   const workspaces = new Map<string, WorkspaceConfig>();
@@ -45,6 +59,8 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
         blockedModels: [],
         userAllowLists: new Map(),
         groupAllowLists: new Map(),
+        guardrails: [],
+        usageLimits: [],
       };
       workspaces.set(id, config);
     }
@@ -75,6 +91,32 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
       models: row.models,
       providerName: row.providerName,
       upstreamModel: row.upstreamModel ?? null,
+    });
+  }
+
+  for (const row of guardrails) {
+    workspace(row.workspaceId).guardrails.push({
+      id: row.id,
+      kind: row.kind.toLowerCase() as GuardrailKind,
+      stage: row.stage.toLowerCase() as GuardrailStage,
+      piiEntityTypes: row.piiEntityTypes,
+      injectionThreshold: row.injectionThreshold == null ? null : Number(row.injectionThreshold),
+      contentThresholds: row.contentThresholds,
+      failClosed: row.onError === "FAIL_CLOSED",
+      modelPath: row.modelPath ?? null,
+      tokenizerPath: row.tokenizerPath ?? null,
+      classifierUrl: row.classifierUrl ?? null,
+      classifierTimeoutMs: row.classifierTimeoutMs ?? null,
+    });
+  }
+  for (const row of usageLimits) {
+    workspace(row.workspaceId).usageLimits.push({
+      id: row.id,
+      workspaceId: row.workspaceId,
+      scope: row.scope.toLowerCase() as LimitScope,
+      subjectId: row.subjectId,
+      period: row.period.toLowerCase() as LimitPeriod,
+      tokenLimit: Number(row.tokenLimit),
     });
   }
 

@@ -59,6 +59,40 @@ export interface GatewayKey {
   allowedModels: string[] | null;
 }
 
+export type GuardrailKind = "pii" | "prompt_injection" | "content_safety";
+export type GuardrailStage = "input" | "output";
+
+export interface GuardrailConfig {
+  id: string;
+  kind: GuardrailKind;
+  stage: GuardrailStage;
+  /** PII: the entity types that block; empty means the default high-risk set. */
+  piiEntityTypes: string[];
+  /** Prompt injection: null means the detector's default. */
+  injectionThreshold: number | null;
+  /** Content safety: per category; a category left out uses the detector's default. */
+  contentThresholds: Record<string, number>;
+  /** A detector that errors blocks (true) or lets through (false). */
+  failClosed: boolean;
+  /** Plug-ins, instead of the built-in detector. */
+  modelPath: string | null;
+  tokenizerPath: string | null;
+  classifierUrl: string | null;
+  classifierTimeoutMs: number | null;
+}
+
+export type LimitScope = "key" | "user" | "group";
+export type LimitPeriod = "daily" | "weekly" | "monthly" | "all_time";
+
+export interface UsageLimitConfig {
+  id: string;
+  workspaceId: string;
+  scope: LimitScope;
+  subjectId: string;
+  period: LimitPeriod;
+  tokenLimit: number;
+}
+
 export interface WorkspaceConfig {
   workspaceId: string;
   providersByName: Map<string, ProviderConfig>;
@@ -69,6 +103,9 @@ export interface WorkspaceConfig {
   /** Allow lists on users and groups, by ID. */
   userAllowLists: Map<string, string[]>;
   groupAllowLists: Map<string, string[]>;
+  /** Enabled guardrails only. */
+  guardrails: GuardrailConfig[];
+  usageLimits: UsageLimitConfig[];
 }
 
 export interface GatewaySettings {

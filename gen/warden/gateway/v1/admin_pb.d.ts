@@ -1243,6 +1243,509 @@ export declare type UpdateGatewaySettingsResponse = Message<"warden.gateway.v1.U
 export declare const UpdateGatewaySettingsResponseSchema: GenMessage<UpdateGatewaySettingsResponse>;
 
 /**
+ * @generated from message warden.gateway.v1.Guardrail
+ */
+export declare type Guardrail = Message<"warden.gateway.v1.Guardrail"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailKind kind = 2;
+   */
+  kind: GuardrailKind;
+
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailStage stage = 3;
+   */
+  stage: GuardrailStage;
+
+  /**
+   * @generated from field: bool enabled = 4;
+   */
+  enabled: boolean;
+
+  /**
+   * PII: the entity types that block (Presidio names such as CREDIT_CARD, US_SSN, IBAN_CODE).
+   *
+   * @generated from field: repeated string pii_entity_types = 5;
+   */
+  piiEntityTypes: string[];
+
+  /**
+   * Prompt injection: the score in [0, 1] from which a text is blocked.
+   *
+   * @generated from field: optional double injection_threshold = 6;
+   */
+  injectionThreshold?: number | undefined;
+
+  /**
+   * Content safety: the score in [0, 1] from which a category blocks, by category.
+   *
+   * @generated from field: map<string, double> content_thresholds = 7;
+   */
+  contentThresholds: { [key: string]: number };
+
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailFailureMode on_error = 8;
+   */
+  onError: GuardrailFailureMode;
+
+  /**
+   * Plug-in: an ONNX model file and its tokenizer, on the gateway's disk.
+   *
+   * @generated from field: optional string model_path = 9;
+   */
+  modelPath?: string | undefined;
+
+  /**
+   * @generated from field: optional string tokenizer_path = 10;
+   */
+  tokenizerPath?: string | undefined;
+
+  /**
+   * Plug-in: an HTTP classifier, called with a timeout.
+   *
+   * @generated from field: optional string classifier_url = 11;
+   */
+  classifierUrl?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 classifier_timeout_ms = 12;
+   */
+  classifierTimeoutMs?: number | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp date_created = 13;
+   */
+  dateCreated?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp date_updated = 14;
+   */
+  dateUpdated?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.Guardrail.
+ * Use `create(GuardrailSchema)` to create a new message.
+ */
+export declare const GuardrailSchema: GenMessage<Guardrail>;
+
+/**
+ * @generated from message warden.gateway.v1.CreateGuardrailRequest
+ */
+export declare type CreateGuardrailRequest = Message<"warden.gateway.v1.CreateGuardrailRequest"> & {
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailKind kind = 1;
+   */
+  kind: GuardrailKind;
+
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailStage stage = 2;
+   */
+  stage: GuardrailStage;
+
+  /**
+   * @generated from field: optional bool enabled = 3;
+   */
+  enabled?: boolean | undefined;
+
+  /**
+   * @generated from field: repeated string pii_entity_types = 4;
+   */
+  piiEntityTypes: string[];
+
+  /**
+   * @generated from field: optional double injection_threshold = 5;
+   */
+  injectionThreshold?: number | undefined;
+
+  /**
+   * @generated from field: map<string, double> content_thresholds = 6;
+   */
+  contentThresholds: { [key: string]: number };
+
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailFailureMode on_error = 7;
+   */
+  onError: GuardrailFailureMode;
+
+  /**
+   * @generated from field: optional string model_path = 8;
+   */
+  modelPath?: string | undefined;
+
+  /**
+   * @generated from field: optional string tokenizer_path = 9;
+   */
+  tokenizerPath?: string | undefined;
+
+  /**
+   * @generated from field: optional string classifier_url = 10;
+   */
+  classifierUrl?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 classifier_timeout_ms = 11;
+   */
+  classifierTimeoutMs?: number | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.CreateGuardrailRequest.
+ * Use `create(CreateGuardrailRequestSchema)` to create a new message.
+ */
+export declare const CreateGuardrailRequestSchema: GenMessage<CreateGuardrailRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.CreateGuardrailResponse
+ */
+export declare type CreateGuardrailResponse = Message<"warden.gateway.v1.CreateGuardrailResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.Guardrail guardrail = 1;
+   */
+  guardrail?: Guardrail | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.CreateGuardrailResponse.
+ * Use `create(CreateGuardrailResponseSchema)` to create a new message.
+ */
+export declare const CreateGuardrailResponseSchema: GenMessage<CreateGuardrailResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.ListGuardrailsRequest
+ */
+export declare type ListGuardrailsRequest = Message<"warden.gateway.v1.ListGuardrailsRequest"> & {
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListGuardrailsRequest.
+ * Use `create(ListGuardrailsRequestSchema)` to create a new message.
+ */
+export declare const ListGuardrailsRequestSchema: GenMessage<ListGuardrailsRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.ListGuardrailsResponse
+ */
+export declare type ListGuardrailsResponse = Message<"warden.gateway.v1.ListGuardrailsResponse"> & {
+  /**
+   * @generated from field: repeated warden.gateway.v1.Guardrail items = 1;
+   */
+  items: Guardrail[];
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListGuardrailsResponse.
+ * Use `create(ListGuardrailsResponseSchema)` to create a new message.
+ */
+export declare const ListGuardrailsResponseSchema: GenMessage<ListGuardrailsResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateGuardrailRequest
+ */
+export declare type UpdateGuardrailRequest = Message<"warden.gateway.v1.UpdateGuardrailRequest"> & {
+  /**
+   * @generated from field: string guardrail_id = 1;
+   */
+  guardrailId: string;
+
+  /**
+   * @generated from field: optional bool enabled = 2;
+   */
+  enabled?: boolean | undefined;
+
+  /**
+   * @generated from field: repeated string pii_entity_types = 3;
+   */
+  piiEntityTypes: string[];
+
+  /**
+   * @generated from field: optional double injection_threshold = 4;
+   */
+  injectionThreshold?: number | undefined;
+
+  /**
+   * @generated from field: map<string, double> content_thresholds = 5;
+   */
+  contentThresholds: { [key: string]: number };
+
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailFailureMode on_error = 6;
+   */
+  onError: GuardrailFailureMode;
+
+  /**
+   * @generated from field: optional string model_path = 7;
+   */
+  modelPath?: string | undefined;
+
+  /**
+   * @generated from field: optional string tokenizer_path = 8;
+   */
+  tokenizerPath?: string | undefined;
+
+  /**
+   * @generated from field: optional string classifier_url = 9;
+   */
+  classifierUrl?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 classifier_timeout_ms = 10;
+   */
+  classifierTimeoutMs?: number | undefined;
+
+  /**
+   * Over REST, the keys present in the body.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 11;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateGuardrailRequest.
+ * Use `create(UpdateGuardrailRequestSchema)` to create a new message.
+ */
+export declare const UpdateGuardrailRequestSchema: GenMessage<UpdateGuardrailRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateGuardrailResponse
+ */
+export declare type UpdateGuardrailResponse = Message<"warden.gateway.v1.UpdateGuardrailResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.Guardrail guardrail = 1;
+   */
+  guardrail?: Guardrail | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateGuardrailResponse.
+ * Use `create(UpdateGuardrailResponseSchema)` to create a new message.
+ */
+export declare const UpdateGuardrailResponseSchema: GenMessage<UpdateGuardrailResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.DeleteGuardrailRequest
+ */
+export declare type DeleteGuardrailRequest = Message<"warden.gateway.v1.DeleteGuardrailRequest"> & {
+  /**
+   * @generated from field: string guardrail_id = 1;
+   */
+  guardrailId: string;
+};
+
+/**
+ * Describes the message warden.gateway.v1.DeleteGuardrailRequest.
+ * Use `create(DeleteGuardrailRequestSchema)` to create a new message.
+ */
+export declare const DeleteGuardrailRequestSchema: GenMessage<DeleteGuardrailRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.DeleteGuardrailResponse
+ */
+export declare type DeleteGuardrailResponse = Message<"warden.gateway.v1.DeleteGuardrailResponse"> & {
+};
+
+/**
+ * Describes the message warden.gateway.v1.DeleteGuardrailResponse.
+ * Use `create(DeleteGuardrailResponseSchema)` to create a new message.
+ */
+export declare const DeleteGuardrailResponseSchema: GenMessage<DeleteGuardrailResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.UsageLimit
+ */
+export declare type UsageLimit = Message<"warden.gateway.v1.UsageLimit"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: warden.gateway.v1.LimitScope scope = 2;
+   */
+  scope: LimitScope;
+
+  /**
+   * The key, user or group.
+   *
+   * @generated from field: string subject_id = 3;
+   */
+  subjectId: string;
+
+  /**
+   * @generated from field: warden.gateway.v1.LimitPeriod period = 4;
+   */
+  period: LimitPeriod;
+
+  /**
+   * Input plus output tokens, as the providers report them.
+   *
+   * @generated from field: int64 token_limit = 5;
+   */
+  tokenLimit: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp date_created = 6;
+   */
+  dateCreated?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp date_updated = 7;
+   */
+  dateUpdated?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UsageLimit.
+ * Use `create(UsageLimitSchema)` to create a new message.
+ */
+export declare const UsageLimitSchema: GenMessage<UsageLimit>;
+
+/**
+ * @generated from message warden.gateway.v1.CreateUsageLimitRequest
+ */
+export declare type CreateUsageLimitRequest = Message<"warden.gateway.v1.CreateUsageLimitRequest"> & {
+  /**
+   * @generated from field: warden.gateway.v1.LimitScope scope = 1;
+   */
+  scope: LimitScope;
+
+  /**
+   * @generated from field: string subject_id = 2;
+   */
+  subjectId: string;
+
+  /**
+   * @generated from field: warden.gateway.v1.LimitPeriod period = 3;
+   */
+  period: LimitPeriod;
+
+  /**
+   * @generated from field: int64 token_limit = 4;
+   */
+  tokenLimit: bigint;
+};
+
+/**
+ * Describes the message warden.gateway.v1.CreateUsageLimitRequest.
+ * Use `create(CreateUsageLimitRequestSchema)` to create a new message.
+ */
+export declare const CreateUsageLimitRequestSchema: GenMessage<CreateUsageLimitRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.CreateUsageLimitResponse
+ */
+export declare type CreateUsageLimitResponse = Message<"warden.gateway.v1.CreateUsageLimitResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.UsageLimit usage_limit = 1;
+   */
+  usageLimit?: UsageLimit | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.CreateUsageLimitResponse.
+ * Use `create(CreateUsageLimitResponseSchema)` to create a new message.
+ */
+export declare const CreateUsageLimitResponseSchema: GenMessage<CreateUsageLimitResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.ListUsageLimitsRequest
+ */
+export declare type ListUsageLimitsRequest = Message<"warden.gateway.v1.ListUsageLimitsRequest"> & {
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListUsageLimitsRequest.
+ * Use `create(ListUsageLimitsRequestSchema)` to create a new message.
+ */
+export declare const ListUsageLimitsRequestSchema: GenMessage<ListUsageLimitsRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.ListUsageLimitsResponse
+ */
+export declare type ListUsageLimitsResponse = Message<"warden.gateway.v1.ListUsageLimitsResponse"> & {
+  /**
+   * @generated from field: repeated warden.gateway.v1.UsageLimit items = 1;
+   */
+  items: UsageLimit[];
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListUsageLimitsResponse.
+ * Use `create(ListUsageLimitsResponseSchema)` to create a new message.
+ */
+export declare const ListUsageLimitsResponseSchema: GenMessage<ListUsageLimitsResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateUsageLimitRequest
+ */
+export declare type UpdateUsageLimitRequest = Message<"warden.gateway.v1.UpdateUsageLimitRequest"> & {
+  /**
+   * @generated from field: string usage_limit_id = 1;
+   */
+  usageLimitId: string;
+
+  /**
+   * @generated from field: int64 token_limit = 2;
+   */
+  tokenLimit: bigint;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateUsageLimitRequest.
+ * Use `create(UpdateUsageLimitRequestSchema)` to create a new message.
+ */
+export declare const UpdateUsageLimitRequestSchema: GenMessage<UpdateUsageLimitRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateUsageLimitResponse
+ */
+export declare type UpdateUsageLimitResponse = Message<"warden.gateway.v1.UpdateUsageLimitResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.UsageLimit usage_limit = 1;
+   */
+  usageLimit?: UsageLimit | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateUsageLimitResponse.
+ * Use `create(UpdateUsageLimitResponseSchema)` to create a new message.
+ */
+export declare const UpdateUsageLimitResponseSchema: GenMessage<UpdateUsageLimitResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.DeleteUsageLimitRequest
+ */
+export declare type DeleteUsageLimitRequest = Message<"warden.gateway.v1.DeleteUsageLimitRequest"> & {
+  /**
+   * @generated from field: string usage_limit_id = 1;
+   */
+  usageLimitId: string;
+};
+
+/**
+ * Describes the message warden.gateway.v1.DeleteUsageLimitRequest.
+ * Use `create(DeleteUsageLimitRequestSchema)` to create a new message.
+ */
+export declare const DeleteUsageLimitRequestSchema: GenMessage<DeleteUsageLimitRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.DeleteUsageLimitResponse
+ */
+export declare type DeleteUsageLimitResponse = Message<"warden.gateway.v1.DeleteUsageLimitResponse"> & {
+};
+
+/**
+ * Describes the message warden.gateway.v1.DeleteUsageLimitResponse.
+ * Use `create(DeleteUsageLimitResponseSchema)` to create a new message.
+ */
+export declare const DeleteUsageLimitResponseSchema: GenMessage<DeleteUsageLimitResponse>;
+
+/**
  * @generated from enum warden.gateway.v1.ProviderKind
  */
 export enum ProviderKind {
@@ -1341,6 +1844,167 @@ export enum AccessSubject {
  * Describes the enum warden.gateway.v1.AccessSubject.
  */
 export declare const AccessSubjectSchema: GenEnum<AccessSubject>;
+
+/**
+ * @generated from enum warden.gateway.v1.GuardrailKind
+ */
+export enum GuardrailKind {
+  /**
+   * @generated from enum value: GUARDRAIL_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: GUARDRAIL_KIND_PII = 1;
+   */
+  PII = 1,
+
+  /**
+   * @generated from enum value: GUARDRAIL_KIND_PROMPT_INJECTION = 2;
+   */
+  PROMPT_INJECTION = 2,
+
+  /**
+   * @generated from enum value: GUARDRAIL_KIND_CONTENT_SAFETY = 3;
+   */
+  CONTENT_SAFETY = 3,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.GuardrailKind.
+ */
+export declare const GuardrailKindSchema: GenEnum<GuardrailKind>;
+
+/**
+ * @generated from enum warden.gateway.v1.GuardrailStage
+ */
+export enum GuardrailStage {
+  /**
+   * @generated from enum value: GUARDRAIL_STAGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The caller's text, before any provider is called.
+   *
+   * @generated from enum value: GUARDRAIL_STAGE_INPUT = 1;
+   */
+  INPUT = 1,
+
+  /**
+   * The text of a response that is not streamed.
+   *
+   * @generated from enum value: GUARDRAIL_STAGE_OUTPUT = 2;
+   */
+  OUTPUT = 2,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.GuardrailStage.
+ */
+export declare const GuardrailStageSchema: GenEnum<GuardrailStage>;
+
+/**
+ * @generated from enum warden.gateway.v1.GuardrailFailureMode
+ */
+export enum GuardrailFailureMode {
+  /**
+   * @generated from enum value: GUARDRAIL_FAILURE_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A detector that errors lets the request through.
+   *
+   * @generated from enum value: GUARDRAIL_FAILURE_MODE_FAIL_OPEN = 1;
+   */
+  FAIL_OPEN = 1,
+
+  /**
+   * A detector that errors blocks the request.
+   *
+   * @generated from enum value: GUARDRAIL_FAILURE_MODE_FAIL_CLOSED = 2;
+   */
+  FAIL_CLOSED = 2,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.GuardrailFailureMode.
+ */
+export declare const GuardrailFailureModeSchema: GenEnum<GuardrailFailureMode>;
+
+/**
+ * @generated from enum warden.gateway.v1.LimitScope
+ */
+export enum LimitScope {
+  /**
+   * @generated from enum value: LIMIT_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: LIMIT_SCOPE_KEY = 1;
+   */
+  KEY = 1,
+
+  /**
+   * @generated from enum value: LIMIT_SCOPE_USER = 2;
+   */
+  USER = 2,
+
+  /**
+   * @generated from enum value: LIMIT_SCOPE_GROUP = 3;
+   */
+  GROUP = 3,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.LimitScope.
+ */
+export declare const LimitScopeSchema: GenEnum<LimitScope>;
+
+/**
+ * @generated from enum warden.gateway.v1.LimitPeriod
+ */
+export enum LimitPeriod {
+  /**
+   * @generated from enum value: LIMIT_PERIOD_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Calendar days in UTC.
+   *
+   * @generated from enum value: LIMIT_PERIOD_DAILY = 1;
+   */
+  DAILY = 1,
+
+  /**
+   * Calendar weeks in UTC, from Monday.
+   *
+   * @generated from enum value: LIMIT_PERIOD_WEEKLY = 2;
+   */
+  WEEKLY = 2,
+
+  /**
+   * Calendar months in UTC.
+   *
+   * @generated from enum value: LIMIT_PERIOD_MONTHLY = 3;
+   */
+  MONTHLY = 3,
+
+  /**
+   * Never resets.
+   *
+   * @generated from enum value: LIMIT_PERIOD_ALL_TIME = 4;
+   */
+  ALL_TIME = 4,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.LimitPeriod.
+ */
+export declare const LimitPeriodSchema: GenEnum<LimitPeriod>;
 
 /**
  * The model gateway's configuration in the caller's workspace: providers, routing rules,
@@ -1525,6 +2189,70 @@ export declare const GatewayAdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteAccessRuleRequestSchema;
     output: typeof DeleteAccessRuleResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.CreateGuardrail
+   */
+  createGuardrail: {
+    methodKind: "unary";
+    input: typeof CreateGuardrailRequestSchema;
+    output: typeof CreateGuardrailResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.ListGuardrails
+   */
+  listGuardrails: {
+    methodKind: "unary";
+    input: typeof ListGuardrailsRequestSchema;
+    output: typeof ListGuardrailsResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.UpdateGuardrail
+   */
+  updateGuardrail: {
+    methodKind: "unary";
+    input: typeof UpdateGuardrailRequestSchema;
+    output: typeof UpdateGuardrailResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.DeleteGuardrail
+   */
+  deleteGuardrail: {
+    methodKind: "unary";
+    input: typeof DeleteGuardrailRequestSchema;
+    output: typeof DeleteGuardrailResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.CreateUsageLimit
+   */
+  createUsageLimit: {
+    methodKind: "unary";
+    input: typeof CreateUsageLimitRequestSchema;
+    output: typeof CreateUsageLimitResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.ListUsageLimits
+   */
+  listUsageLimits: {
+    methodKind: "unary";
+    input: typeof ListUsageLimitsRequestSchema;
+    output: typeof ListUsageLimitsResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.UpdateUsageLimit
+   */
+  updateUsageLimit: {
+    methodKind: "unary";
+    input: typeof UpdateUsageLimitRequestSchema;
+    output: typeof UpdateUsageLimitResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.DeleteUsageLimit
+   */
+  deleteUsageLimit: {
+    methodKind: "unary";
+    input: typeof DeleteUsageLimitRequestSchema;
+    output: typeof DeleteUsageLimitResponseSchema;
   },
   /**
    * @generated from rpc warden.gateway.v1.GatewayAdminService.GetGatewaySettings
