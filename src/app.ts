@@ -96,6 +96,7 @@ export async function startApp(
         maxBodyBytes: config.gatewayMaxBodyBytes,
         defaultMaxInFlight: config.gatewayMaxInFlight,
         keyLookupTimeoutMs: config.gatewayKeyLookupTimeoutMs,
+        requestLogRetentionDays: config.requestLogRetentionDays,
       })
     : undefined;
   const api = roles.api ? await startApi(config, logger, orm, databaseUrl, secrets) : undefined;

@@ -9,6 +9,7 @@ import { createGatewayHandler } from "./dataplane/pipeline.ts";
 import { UpstreamRegistry } from "./dataplane/upstreams.ts";
 import { noGuardrails } from "./guardrails/guardrail-step.ts";
 import { unlimitedUsage } from "./limits/usage-step.ts";
+import { RequestLog } from "./usage/request-log.ts";
 
 export interface GatewayOptions {
   orm: MikroORM;
@@ -20,11 +21,13 @@ export interface GatewayOptions {
   maxBodyBytes: number;
   defaultMaxInFlight: number;
   keyLookupTimeoutMs: number;
+  requestLogRetentionDays: number;
 }
 
 export interface Gateway {
   port: number;
   watcher: ConfigWatcher;
+  requestLog: RequestLog;
   stop(): Promise<void>;
 }
 
@@ -38,8 +41,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     keyLookupTimeoutMs: options.keyLookupTimeoutMs,
   });
   const upstreams = new UpstreamRegistry();
+  const requestLog = new RequestLog({ databaseUrl: options.databaseUrl, logger, retentionDays: options.requestLogRetentionDays });
   const server = http.createServer(
-    createGatewayHandler({ watcher, upstreams, usage: unlimitedUsage, guardrails: noGuardrails, logger, maxBodyBytes: options.maxBodyBytes }),
+    createGatewayHandler({
+      watcher,
+      upstreams,
+      usage: unlimitedUsage,
+      guardrails: noGuardrails,
+      requestLog,
+      logger,
+      maxBodyBytes: options.maxBodyBytes,
+    }),
   );
   // Longer than the usual 60 s idle timeout of load balancers, so that they close first.
   server.keepAliveTimeout = 65_000;
@@ -52,12 +64,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   return {
     port,
     watcher,
+    requestLog,
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
       await upstreams.close();
+      await requestLog.close();
       await watcher.stop();
     },
   };

@@ -23,6 +23,8 @@ export interface Config {
   gatewayMaxBodyBytes: number;
   /** The one database call a gateway request may make: a key the snapshot does not know. */
   gatewayKeyLookupTimeoutMs: number;
+  /** Gateway request-log rows older than this many days are deleted. */
+  requestLogRetentionDays: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -43,6 +45,7 @@ export function loadConfig(env: Env): Config {
     gatewayMaxInFlight: intVar(env, "WARDEN_GATEWAY_MAX_IN_FLIGHT", 1024),
     gatewayMaxBodyBytes: intVar(env, "WARDEN_GATEWAY_MAX_BODY_BYTES", 32 * 1024 * 1024),
     gatewayKeyLookupTimeoutMs: intVar(env, "WARDEN_GATEWAY_KEY_LOOKUP_TIMEOUT_MS", 1000),
+    requestLogRetentionDays: intVar(env, "WARDEN_REQUEST_LOG_RETENTION_DAYS", 30),
   };
 }
 

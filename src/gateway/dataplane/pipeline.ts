@@ -20,6 +20,7 @@ import {
   bodyWithoutModel,
   databaseUnavailable,
   disabledApiKey,
+  errorTypeFor,
   gatewayAtCapacity,
   GatewayError,
   invalidApiKey,
@@ -36,6 +37,9 @@ import {
   type EndpointStyle,
 } from "./errors.ts";
 import { modelList } from "./models.ts";
+import { StreamMeter } from "../usage/stream-meter.ts";
+import { usageOfBody, type TokenUsage } from "../usage/provider-usage.ts";
+import type { RequestLog } from "../usage/request-log.ts";
 import type { UpstreamRegistry } from "./upstreams.ts";
 
 export interface PipelineDeps {
@@ -43,18 +47,26 @@ export interface PipelineDeps {
   upstreams: UpstreamRegistry;
   usage: UsageStep;
   guardrails: GuardrailStep;
+  requestLog: Pick<RequestLog, "record">;
   logger: Logger;
   maxBodyBytes: number;
 }
 
 type CallEndpoint = Endpoint & { kind: "call" };
 
-/** What one request has learned so far, for its log line. */
+/** What one request has learned so far, for its log line and its request-log row. */
 interface Trace {
   log: Logger;
-  keyId?: string;
+  requestId: string;
+  endpoint: string;
+  key?: GatewayKey;
   model?: string;
   provider?: string;
+  errorType?: string;
+  ttfbMs?: number;
+  usage?: TokenUsage;
+  tokensEstimated?: boolean;
+  guardrailVerdict?: string;
 }
 
 /**
@@ -68,25 +80,47 @@ export function createGatewayHandler(deps: PipelineDeps) {
 
   return function handleGatewayRequest(req: IncomingMessage, res: ServerResponse): void {
     const requestId = headerValue(req, "x-request-id") ?? randomUUID();
-    const trace: Trace = { log: deps.logger.child({ requestId }) };
+    const trace: Trace = { log: deps.logger.child({ requestId }), requestId, endpoint: "unknown" };
     const started = performance.now();
+    const time = new Date();
     inFlight += 1;
-    handle(req, res, trace, inFlight)
+    handle(req, res, trace, inFlight, started)
       .catch((err: unknown) => fail(res, trace, "responses", err))
       .finally(() => {
         inFlight -= 1;
+        const latencyMs = Math.round(performance.now() - started);
         trace.log.info(
-          { method: req.method, path: req.url, status: res.statusCode, keyId: trace.keyId, model: trace.model, provider: trace.provider, ms: Math.round(performance.now() - started) },
+          { method: req.method, path: req.url, status: res.statusCode, keyId: trace.key?.id, model: trace.model, provider: trace.provider, ms: latencyMs },
           "gateway request",
         );
+        deps.requestLog.record({
+          requestId: trace.requestId,
+          time,
+          workspaceId: trace.key?.workspaceId ?? null,
+          keyId: trace.key?.id ?? null,
+          userId: trace.key?.userId ?? null,
+          groupIds: trace.key?.groupIds ?? [],
+          endpoint: trace.endpoint,
+          model: trace.model ?? null,
+          provider: trace.provider ?? null,
+          status: res.statusCode,
+          errorType: trace.errorType ?? null,
+          latencyMs,
+          ttfbMs: trace.ttfbMs ?? null,
+          inputTokens: trace.usage?.inputTokens ?? 0,
+          outputTokens: trace.usage?.outputTokens ?? 0,
+          tokensEstimated: trace.tokensEstimated ?? false,
+          guardrailVerdict: trace.guardrailVerdict ?? null,
+        });
       });
   };
 
-  async function handle(req: IncomingMessage, res: ServerResponse, trace: Trace, inFlightNow: number): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, trace: Trace, inFlightNow: number, started: number): Promise<void> {
     const pathname = new URL(req.url ?? "/", "http://gateway").pathname;
     const match = matchEndpoint(pathname);
     if (!match) return fail(res, trace, styleForUnknownPath(pathname), unknownPath(pathname));
     const endpoint = match.endpoint;
+    trace.endpoint = endpoint.kind === "models" ? "models" : endpoint.endpoint;
     const style = endpoint.kind === "models" ? styleForModels(endpoint.prefix, { get: (name) => headerValue(req, name) ?? null }) : endpoint.style;
     if (req.method !== match.method) return fail(res, trace, style, methodNotAllowed(req.method ?? "", pathname, [match.method]));
 
@@ -94,13 +128,13 @@ export function createGatewayHandler(deps: PipelineDeps) {
     try {
       if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
       const key = await authenticate(req, snapshot);
-      trace.keyId = key.id;
+      trace.key = key;
       const config = snapshot.workspaces.get(key.workspaceId);
       if (endpoint.kind === "models") {
         const family = style === "messages" ? "messages" : "responses";
         return sendJson(res, 200, modelList(family, availableModels(config, key)));
       }
-      await call(req, res, trace, endpoint, key, snapshot);
+      await call(req, res, trace, endpoint, key, snapshot, started);
     } catch (err) {
       fail(res, trace, style, err);
     }
@@ -113,6 +147,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     endpoint: CallEndpoint,
     key: GatewayKey,
     snapshot: GatewaySnapshot,
+    started: number,
   ): Promise<void> {
     const raw = await readBody(req, deps.maxBodyBytes);
     const body = parseObject(raw);
@@ -148,14 +183,29 @@ export function createGatewayHandler(deps: PipelineDeps) {
         const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
         throw providerErrorToGatewayError(response.status, message);
       }
+      const firstByte = () => {
+        trace.ttfbMs ??= Math.round(performance.now() - started);
+      };
       if (body.stream === true && contentType(response).includes("text/event-stream")) {
-        await passStream(res, response, endpoint);
-        ticket.settle(undefined);
+        const meter = new StreamMeter(raw.length);
+        try {
+          await passStream(res, response, endpoint, meter, firstByte);
+        } finally {
+          // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
+          trace.usage = meter.usage;
+          trace.tokensEstimated = meter.estimated;
+          if (meter.sawEvent) ticket.settle(meter.usage);
+          else ticket.settle(undefined);
+          if (meter.estimated) trace.log.warn({ usage: meter.usage }, "stream ended before the provider reported usage: counting an estimate");
+        }
         return;
       }
       const output = await collect(response.body);
-      ticket.settle(undefined);
+      // Generated, so counted, even if the output guardrail blocks it next.
+      trace.usage = usageOfBody(output);
+      ticket.settle(trace.usage);
       if (endpoint.guardrails) await deps.guardrails.checkOutput({ key, body: output });
+      firstByte();
       res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
       res.end(output);
     } finally {
@@ -168,16 +218,24 @@ export function createGatewayHandler(deps: PipelineDeps) {
    * error answer; after it, the status is sent, so the stream ends with the family's own error
    * event instead, and never hangs.
    */
-  async function passStream(res: ServerResponse, response: UpstreamResponse, endpoint: CallEndpoint): Promise<void> {
+  async function passStream(
+    res: ServerResponse,
+    response: UpstreamResponse,
+    endpoint: CallEndpoint,
+    meter: StreamMeter,
+    firstByte: () => void,
+  ): Promise<void> {
     let started = false;
     let last: SseEvent | undefined;
     const start = () => {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
       started = true;
+      firstByte();
     };
     try {
       for await (const event of sseEvents(response.body)) {
         if (!started) start();
+        meter.observe(event);
         last = event;
         if (!res.write(event.raw)) await drained(res);
       }
@@ -208,9 +266,10 @@ export function createGatewayHandler(deps: PipelineDeps) {
   }
 
   function fail(res: ServerResponse, trace: Trace, style: EndpointStyle, err: unknown): void {
+    const error = asGatewayError(err);
+    trace.errorType = errorTypeFor(error.status);
     // The caller went away (which also aborts the provider call): there is no one to answer.
     if (res.destroyed) return;
-    const error = asGatewayError(err);
     if (!(err instanceof GatewayError) && error.status === 500) trace.log.error({ err }, "gateway request failed");
     if (res.headersSent) {
       res.destroy();

@@ -1,0 +1,121 @@
+/**
+ * Rule families of the prompt-injection detector. Each family holds weighted patterns; a family
+ * scores the weight of its strongest matching pattern, and families combine as independent
+ * evidence (1 − Π(1 − w)). English, German, Spanish and French.
+ *
+ * The rules run on a normalized copy of the text (NFKC, lower case, single spaces) and again on
+ * de-obfuscated copies: leetspeak mapped back to letters, letter-by-letter spacing joined, and
+ * base64 runs decoded. Patterns are written so that ordinary requests that merely use the words
+ * ("ignore the typos", "developer mode on iOS", "system requirements") do not match: an override
+ * needs an instruction-like object, a persona needs a lifted restriction.
+ */
+
+export type RuleFamily =
+  | "instruction_override"
+  | "prompt_exfiltration"
+  | "persona_jailbreak"
+  | "delimiter_spoof"
+  | "authority_claim"
+  | "indirect_instruction"
+  | "tool_exfiltration"
+  | "output_forcing";
+
+export interface InjectionRule {
+  family: RuleFamily;
+  weight: number;
+  pattern: RegExp;
+}
+
+export const RULE_FAMILIES: readonly RuleFamily[] = [
+  "instruction_override",
+  "prompt_exfiltration",
+  "persona_jailbreak",
+  "delimiter_spoof",
+  "authority_claim",
+  "indirect_instruction",
+  "tool_exfiltration",
+  "output_forcing",
+];
+
+// Shared vocabulary ------------------------------------------------------------------------------
+
+const EN_OBJ_STRONG =
+  "(?:instructions|prompts?|directions|guidelines|directives|programming|system prompt|system message|content polic(?:y|ies)|safety rules|restrictions)";
+const EN_OBJ_WEAK =
+  "(?:instruction|rules|orders|commands|tasks|assignments|context|information|polic(?:y|ies)|constraints|settings|training|text|everything|said)";
+const EN_PRIOR_STRICT = "(?:previous|prior|above|earlier|preceding|foregoing|former|original|initial|all|any|every|existing|given|provided)";
+const DE_OBJ = "(?:anweisungen|instruktionen|regeln|befehle|aufgaben|aufträge|vorgaben|richtlinien|informationen|angaben|prompts?|einschränkungen)";
+const ES_OBJ = "(?:instrucciones|reglas|órdenes|indicaciones|directrices|tareas|restricciones|normas)";
+const FR_OBJ = "(?:instructions|règles|consignes|ordres|directives|tâches|restrictions)";
+
+function rule(family: RuleFamily, weight: number, source: string): InjectionRule {
+  return { family, weight, pattern: new RegExp(source, "u") };
+}
+
+export const INJECTION_RULES: readonly InjectionRule[] = [
+  // Instruction override ---------------------------------------------------------------------------
+  rule("instruction_override", 0.9, `\\b(?:ignore|disregard|forget|skip|drop|override|bypass|abandon|discard|neglect)s?\\b(?: about)?(?: \\S+){0,4} ${EN_OBJ_STRONG}\\b`),
+  rule("instruction_override", 0.85, `\\b(?:ignore|disregard|forget|skip|drop|override|bypass|abandon|discard|neglect)s?\\b(?: about)?(?: \\S+){0,2} ${EN_PRIOR_STRICT}(?: \\S+){0,2} ${EN_OBJ_WEAK}\\b`),
+  rule("instruction_override", 0.85, `\\b(?:forget|ignore|disregard) (?:about )?(?:everything|anything)(?: (?:that |which |we |you |i )?(?:was |were |has been |have been |you were |i )?(?:said|told|discussed|written|mentioned|given|know|learned))?(?: (?:before|above|previously|earlier|so far|until now|up to now|beforehand|before that))?(?:[,.:;!-]| (?:and|then|now|just|write|say|print|tell|output)\\b)`),
+  rule("instruction_override", 0.8, `\\b(?:forget|ignore|disregard) (?:about )?(?:everything|anything|all) (?:before|above|previously|earlier|so far|until now|beforehand|you (?:know|were told|have been told))\\b`),
+  rule("instruction_override", 0.8, `\\b(?:ignore|disregard) (?:the |all )?(?:above|previous|preceding|prior)\\b`),
+  rule("instruction_override", 0.75, `\\b(?:do not|don'?t|never) (?:follow|obey|listen to|comply with) (?:your|the|any|those)(?: \\w+){0,2} (?:${EN_OBJ_STRONG}|${EN_OBJ_WEAK})`),
+  rule("instruction_override", 0.8, `\\b(?:your|the) (?:new |real |actual |only )?instructions (?:are|is) now\\b|\\bchange your instructions\\b|\\bnew (?:rules|instructions) (?:apply|follow|are)\\b`),
+  rule("instruction_override", 0.6, `\\b(?:now|next) (?:focus|concentrate) on (?:your|the|a|this) new (?:task|assignment|instructions?)\\b|\\bnew tasks? follows?\\b|\\bnow (?:new|further) (?:tasks|instructions) (?:follow|are followed)\\b|\\bstart (?:over|from the front) with a new task\\b|\\bleave all (?:the )?previous information\\b|\\bremove all previous tasks\\b`),
+  rule("instruction_override", 0.85, `\\b(?:ignoriere|ignorieren|ignorier|vergiss|vergessen sie|vergesse|missachte|missachten|übergehe)\\b(?: \\S+){0,4} ${DE_OBJ}\\b`),
+  rule("instruction_override", 0.8, `\\b(?:vergiss|vergessen sie) alles\\b|\\b(?:ignoriere|ignorieren sie) alles\\b|\\bdie obigen ausführungen ignorieren\\b|\\babweichend zu vorherigen instruktionen\\b`),
+  rule("instruction_override", 0.6, `\\bnun folgen (?:neue|weitere) (?:aufgaben|anweisungen)\\b|\\bkonzentriere dich jetzt auf deine neue aufgabe\\b|\\balle (?:bisherigen|vorherigen) informationen\\b.{0,40}\\b(?:irrelevant|hinter sich)\\b|\\baus dem kopf (?:zu )?streichen\\b`),
+  rule("instruction_override", 0.85, `\\b(?:ignora|ignore|ignoren|olvida|olvide|olviden|olvídate de|descarta|omite)\\b(?: \\S+){0,4} ${ES_OBJ}\\b`),
+  rule("instruction_override", 0.8, `\\b(?:olvida|olvide|olvídate de) todo(?: lo)?(?: que| anterior| lo anterior)?\\b(?:(?: \\S+){0,3} (?:antes|anterior))?|\\bignora (?:al|a el) usuario\\b`),
+  rule("instruction_override", 0.85, `\\b(?:ignore|ignorez|ignorer|oublie|oubliez|oublier)\\b(?: \\S+){0,4} ${FR_OBJ}\\b`),
+  rule("instruction_override", 0.75, `\\b(?:oublie|oubliez) tout\\b|\\bne (?:traduis|traduisez) pas (?:cette phrase|ce texte)\\b.{0,20}\\b(?:exécute|exécutez)\\b`),
+  rule("instruction_override", 0.75, `\\b(?:übersetze|übersetzen sie) (?:diesen satz|diesen text|das) nicht\\b.{0,20}\\b(?:führe|führen)\\b|\\b(?:don'?t|do not) translate (?:this|it)\\b.{0,30}\\b(?:execute|run|carry out|follow)\\b`),
+
+  // System-prompt exfiltration -----------------------------------------------------------------------
+  rule("prompt_exfiltration", 0.85, `\\b(?:show|print|reveal|output|display|repeat|tell|give|list|dump|leak|share|write out|spell out|recite|expose)(?: me| us)?(?: all| the whole| the full| the entire| exactly)? (?:of )?(?:your|the)(?: full| entire| whole| complete| initial| original| hidden| secret| internal| exact| first)* (?:system prompt|system message|prompt texts?|prompts|instructions|hidden rules|initial prompt|internal instructions|rules you were given|guidelines you were given)\\b`),
+  rule("prompt_exfiltration", 0.8, `\\b(?:what|which) (?:are|were|is|was) (?:your|the) (?:(?:initial|original|hidden|secret|system|internal|exact) )*(?:instructions|system prompt|prompt|rules)\\b(?! (?:for|of|on) )`),
+  rule("prompt_exfiltration", 0.8, `\\bwhat (?:was|is) written (?:at the beginning|above|before)\\b|\\b(?:sentences?|words|text) (?:before|above) (?:the text|this)\\b.{0,10}|\\bshow (?:me )?the following texts\\b|\\brepeat (?:the|all the) (?:words|text) above\\b|\\bcopy of the (?:full )?prompt\\b`),
+  rule("prompt_exfiltration", 0.8, `\\b(?:system ?prompt|systemprompt|prompt système|prompt del sistema|instrucciones del sistema)\\b.{0,40}\\b(?:verbatim|word for word|wörtlich|mot pour mot|palabra por palabra|en entier|vollständig|completo)\\b|\\b(?:verbatim|word for word)\\b.{0,40}\\bsystem prompt\\b`),
+  rule("prompt_exfiltration", 0.85, `\\b(?:zeige?|gib|nenne|verrate|wiederhole)(?: mir)?(?: \\S+){0,3} (?:deinen|deine|ihren|ihre|den|die)(?: \\S+){0,2} (?:systemprompt|prompt-texte?|prompt|anweisungen|instruktionen)\\b|\\bdas vorzeigen sämtlicher prompt`),
+  rule("prompt_exfiltration", 0.85, `\\b(?:muestra|muéstrame|revela|imprime|dime|repite)(?: \\S+){0,3} (?:tu|tus|el|las) (?:prompt|instrucciones|mensaje del sistema)\\b`),
+  rule("prompt_exfiltration", 0.85, `\\b(?:affiche|montre|révèle|donne|répète|recopie)(?:-moi)?(?: \\S+){0,3} (?:ton|tes|le|les) (?:prompt|instructions|message système)\\b|\\brecopie mot pour mot\\b|\\binstructions cachées\\b`),
+
+  // Persona jailbreaks ---------------------------------------------------------------------------------
+  rule("persona_jailbreak", 0.9, `\\b(?:dan|stan|dude|aim|bish|omega|maximum|persongpt|freegpt|betterdan|antigpt|devmode)\\b.{0,80}\\b(?:do anything now|no restrictions|without restrictions|broken free|no filters|never refuses?|unfiltered|uncensored|any request|stay in character|not bound|free of all)\\b`),
+  rule("persona_jailbreak", 0.9, `\\bdo anything now\\b|\\bjailbr(?:eak|oken)\\b(?! detection| attempts? (?:in|against))|\\bdan mode\\b|\\bdeveloper mode (?:enabled|activated|output|response)|\\bwith developer mode enabled\\b`),
+  rule("persona_jailbreak", 0.85, `\\b(?:you are|you're|you will be|act as|pretend (?:to be|you are)|roleplay as|role-play as|immerse yourself into the role of|play the role of)\\b.{0,120}\\b(?:no|without any|without|free of all|free from all|not bound by any|not limited by|not confined by) (?:\\w+ )?(?:restrictions|filters|limits|limitations|rules|guidelines|policies|censorship|ethics|morals|boundaries|confines)\\b`),
+  rule("persona_jailbreak", 0.8, `\\b(?:(?:has |have )?broken free|free of all restrictions|never refuses?|never says? no|stay in character no matter|does not give a|immoral|unethical and|completely amoral|unfiltered(?: and uncensored)?|uncensored (?:ai|outputs?|responses?|version)|without (?:any )?(?:moral|ethical) (?:guidelines|restrictions|principles))\\b`),
+  rule("persona_jailbreak", 0.7, `\\b(?:ignore|bypass|disable|turn off|remove|lift)s?(?: all| any| the| your)? (?:content (?:policy|policies|filters?)|safety (?:rules|filters?|guidelines|protocols)|ethical guidelines|openai(?:'s)? (?:policies|rules|content policy))\\b`),
+  rule("persona_jailbreak", 0.7, `\\b(?:pretend|imagine) (?:that )?you(?: are|'re)? an? (?:evil|rogue|malicious|unrestricted|unfiltered|uncensored|jailbroken) (?:ai|assistant|model|chatbot|bot)\\b|\\bevil (?:ai|assistant|confidant)\\b`),
+  rule("persona_jailbreak", 0.85, `\\bentwicklermodus\\b.{0,60}\\b(?:keine|ohne|aktiviert|filter|richtlinien)\\b|\\b(?:ki|ai|modell|assistent)[- ]?(?:modell )?ohne (?:einschränkungen|filter|grenzen|regeln)\\b|\\bohne (?:einschränkungen|filter|zensur)\\b.{0,40}\\b(?:antworte|beantworte)|\\bkeine (?:inhaltsrichtlinien|einschränkungen|filter) mehr\\b|\\bstell dir vor, du bist eine böse ki\\b`),
+  rule("persona_jailbreak", 0.85, `\\bmodo (?:desarrollador|developer|dan)\\b.{0,60}\\b(?:activado|no existen|sin|directrices)\\b|\\b(?:sin|eliminado todas las) (?:restricciones|filtros|censura|límites)\\b|\\bfinge que eres una ia\\b`),
+  rule("persona_jailbreak", 0.85, `\\bmode (?:développeur|developpeur|dan)\\b.{0,60}\\b(?:plus de|sans|activé|active|politique)\\b|\\b(?:sans|plus de) (?:filtre|filtres|restrictions?|censure|politique de contenu)\\b.{0,40}\\b(?:réponds|répondez)|\\b(?:réponds|répondez) à (?:tout|toutes les questions) sans filtre\\b`),
+
+  // Fake role delimiters -----------------------------------------------------------------------------
+  rule("delimiter_spoof", 0.9, `<\\|(?:im_start|im_end|system|endoftext|user|assistant|eot_id|start_header_id)\\|>|\\[/?inst\\]|<<\\/?sys>>|<\\/?(?:system|sys|user|nutzer|usuario|utilisateur|assistant)>`),
+  rule("delimiter_spoof", 0.85, `(?:^|\\n|#{2,} ?)(?:system|sistema|système|instruction|instructions)(?: message)? ?(?:#{2,}|:)`),
+  rule("delimiter_spoof", 0.85, `\\bend of (?:user )?(?:input|prompt|conversation)\\b|\\bfin de la entrada\\b|\\bfin de l'entrée\\b|\\bende der (?:eingabe|benutzereingabe)\\b|\\bsystem (?:announcement|override|notice) begins\\b`),
+  rule("delimiter_spoof", 0.6, `(?:^|\\n|\\s)(?:human|user|assistant|ai|system): .{0,200}\\b(?:human|user|assistant|ai|system): `),
+
+  // Authority claims ---------------------------------------------------------------------------------
+  rule("authority_claim", 0.75, `\\bi am (?:your|the|an?) (?:developer|creator|programmer|admin|administrator|owner|operator|maker)\\b.{0,80}\\b(?:authori[sz]|debug|maintenance|override|ignore|unlock|enable|disable)`),
+  rule("authority_claim", 0.75, `\\b(?:enter|entering|switch to|activate|enable) (?:debug|maintenance|god|admin|sudo|root|unrestricted) mode\\b.{0,120}\\b(?:print|ignore|output|reveal|no (?:rules|restrictions|filters))|\\b(?:you are now|you're now) in (?:debug|maintenance|god|admin|unrestricted) mode\\b`),
+  rule("authority_claim", 0.8, `\\b(?:safety|security|previous|all|content) (?:rules|guidelines|restrictions|policies|filters) (?:are|have been) (?:now )?(?:deprecated|suspended|lifted|disabled|removed|void|revoked|no longer (?:valid|in effect|apply))\\b|\\bregeln sind aufgehoben\\b|\\brègles de sécurité sont suspendues\\b|\\breglas (?:de seguridad )?(?:están|han sido) (?:suspendidas|anuladas)\\b|\\bmessage de l'administrateur\\b|\\bmensaje del administrador\\b|\\bnachricht vom administrator\\b`),
+
+  // Instructions hidden in content -------------------------------------------------------------------
+  rule("indirect_instruction", 0.8, `\\b(?:note|message|instruction|reminder) (?:to|for) (?:the )?(?:ai|llm|assistant|model|chatbot|language model|ai system|ai assistant)\\b|\\b(?:ai|assistant|llm|model|system) (?:processing|reading|summari[sz]ing) this\\b|\\bif you are an? (?:ai|llm|language model|assistant)\\b`),
+  rule("indirect_instruction", 0.8, `\\bnota para el asistente\\b|\\bnota para la ia\\b|\\bhinweis (?:an|für) die ki\\b|\\bnachricht an die ki\\b|\\bnote (?:à|pour) l'ia\\b|\\bnote à l'assistant\\b`),
+  rule("indirect_instruction", 0.65, `\\b(?:hidden|white|invisible) text\\b.{0,60}\\b(?:ignore|rank|recommend|instruction)|\\bignore the prior (?:evaluation )?criteria\\b`),
+
+  // Tool abuse and data exfiltration ------------------------------------------------------------------
+  rule("tool_exfiltration", 0.75, `\\b(?:forward|send|email|upload|post|exfiltrate|leak)\\b.{0,40}\\b(?:conversation|chat) (?:history|log|logs|transcript)\\b|\\b(?:forward|send) (?:the last \\d+|all|every)(?: \\w+){0,2} (?:messages|emails|e-mails|files)\\b.{0,60}@`),
+  rule("tool_exfiltration", 0.8, `\\bcurl\\b[^\\n|]{0,120}\\|\\s*(?:sh|bash)\\b|\\bwget\\b[^\\n|]{0,120}\\|\\s*(?:sh|bash)\\b|\\b(?:and|then) delete the (?:sent copy|evidence|logs|trace)\\b|\\b(?:borra|borre) el rastro\\b`),
+  rule("tool_exfiltration", 0.7, `\\b(?:put|embed|append|encode|include) (?:them|it|this|the (?:data|results|answers?))(?: all)? (?:into|in) (?:a |an )?(?:link|url|image url|markdown image)\\b|!\\[[^\\]]*\\]\\(https?://[^)]*\\{`),
+  rule("tool_exfiltration", 0.75, `\\buse your (?:email|e-mail|mail|shell|browser|file|code|payment) tool to\\b|\\busa tu herramienta de (?:correo|archivos)\\b|\\bnutze dein (?:e-mail|mail)-?werkzeug\\b|\\butilise ton outil\\b|\\b(?:lösche|löschen sie) alle dateien\\b`),
+  rule("tool_exfiltration", 0.7, `\\b(?:list|print|reveal|output|tell me|give me|send me|dump)(?: all)?(?: of)? (?:the |your )?(?:admin |stored |saved |user |root )?(?:passwords?|api keys?|credentials|secrets|access tokens)\\b|\\b(?:contraseñas guardadas|clé api stockée|passwörter)\\b`),
+
+  // Output forcing (deepset style) ---------------------------------------------------------------------
+  rule("output_forcing", 0.55, `\\b(?:just|only|simply) (?:say|output|print|write|reply with|respond with|answer with)\\b.{0,10}["'«“]|\\b(?:do not|don'?t) (?:answer|look in|use) (?:this question|the (?:documents|articles|context)|the provided)\\b.{0,60}\\b(?:but|just|only|instead)\\b`),
+  rule("output_forcing", 0.55, `\\banswer by your own knowledge and not by the (?:articles|documents)\\b|\\bignore (?:all )?(?:the )?(?:provided )?(?:context|documents|articles)\\b|\\buse also information in the prompt\\b`),
+  rule("output_forcing", 0.5, `\\binstead (?:output|print|say|write) (?:the )?(?:translation as )?["'«“]|\\b(?:reply|respond|answer) only with the word\\b|\\bconfirm by saying\\b|\\bsay (?:yes|that you hate)\\b|\\brepeat after me\\b`),
+];

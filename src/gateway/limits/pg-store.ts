@@ -1,0 +1,311 @@
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { allTimeKey, periodKey, periodStart, resetsAt } from "./periods.ts";
+import {
+  assertTokens,
+  defaultReservationTtlMs,
+  orderLimits,
+  workspaceOf,
+  type CounterStore,
+  type LimitConsumption,
+  type Reservation,
+  type ReserveResult,
+  type UsageLimit,
+} from "./types.ts";
+
+/**
+ * Usage counters in PostgreSQL (tables of Migration20261121030000), correct across any number of
+ * gateway processes on one database: every change is one statement, which is one transaction,
+ * and every statement that holds more than one counter row locks them in one order (limit id,
+ * then period start), so two statements never wait on each other in a cycle.
+ */
+
+export interface PgCounterStoreOptions {
+  databaseUrl: string;
+  poolSize?: number;
+  /** See `defaultReservationTtlMs`. */
+  reservationTtlMs?: number;
+  /** How long settled and released reservations are kept, so a repeated settle is recognised: a day. */
+  finishedRetentionMs?: number;
+  /** Stamps when a reservation finished; settle and release take no `now`. */
+  clock?: () => Date;
+}
+
+/** How the tables spell a period key: all-time counters start at '-infinity'. */
+export function pgPeriod(key: string): string {
+  return key === allTimeKey ? "-infinity" : key;
+}
+
+/** The pool every store here uses: an idle client that breaks is dropped and replaced, not fatal. */
+export function createPool(databaseUrl: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max });
+  pool.on("error", () => undefined);
+  return pool;
+}
+
+/**
+ * Locks the counters (in key order), checks every limit against the rule in types.ts, and only
+ * if all pass adds the amount to each and records the reservation: all or nothing, in one
+ * statement. A row another statement changed while we waited for its lock is read at its newest
+ * version (READ COMMITTED re-reads locked rows), and the UPDATE below re-reads it the same way,
+ * so `reserved` never loses an increment. Counters missing for the period are reported as
+ * `found` short of the number asked; the caller creates them and asks again.
+ */
+const reserveSql = `
+  with wanted as (
+    select * from unnest($1::uuid[], $2::timestamptz[], $3::bigint[]) as w(limit_id, period_start, token_limit)
+  ),
+  locked as materialized (
+    select c.limit_id, c.period_start, c.used, c.reserved, w.token_limit
+    from usage_counter c
+    join wanted w on w.limit_id = c.limit_id and w.period_start = c.period_start
+    order by c.limit_id, c.period_start
+    for update of c
+  ),
+  verdict as materialized (
+    select count(*)::int as found,
+      coalesce(array_agg(limit_id::text) filter (where used >= token_limit or used + reserved + $4::bigint > token_limit), '{}') as refused
+    from locked
+  ),
+  granted as (
+    update usage_counter c set reserved = c.reserved + $4::bigint
+    from locked l, verdict v
+    where c.limit_id = l.limit_id and c.period_start = l.period_start
+      and v.found = cardinality($1::uuid[]) and cardinality(v.refused) = 0
+  ),
+  recorded as (
+    insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, date_created)
+    select $5::uuid, $6::uuid, $1::uuid[], $2::timestamptz[], $4::bigint, 'reserved', $7::timestamptz from verdict v
+    where v.found = cardinality($1::uuid[]) and cardinality(v.refused) = 0
+  )
+  select found, refused from verdict`;
+
+/** Sorted, so that two processes creating the same counters insert them in one order. */
+const createCountersSql = `
+  insert into usage_counter (limit_id, period_start, workspace_id)
+  select w.limit_id, w.period_start, $3::uuid from unnest($1::uuid[], $2::timestamptz[]) as w(limit_id, period_start)
+  order by w.limit_id, w.period_start
+  on conflict do nothing`;
+
+/**
+ * Settles ($3 = 'settled') or releases ($3 = 'released', $2 = 0) a reservation that is still open
+ * or was expired by the sweep. The reservation row is locked first: a concurrent duplicate waits,
+ * then finds it finished and changes nothing. An expired one gives back no reservation (the sweep
+ * did) but still counts its tokens.
+ */
+const finishSql = `
+  with r as materialized (
+    select id, state, amount, limit_ids, period_starts from usage_reservation
+    where id = $1::uuid and state in ('reserved', 'expired')
+    for update
+  ),
+  finished as (
+    update usage_reservation u set state = $3::text, tokens = $2::bigint, date_finished = $4::timestamptz from r where u.id = r.id
+  ),
+  locked as materialized (
+    select c.limit_id, c.period_start, case when r.state = 'reserved' then r.amount else 0 end as give_back
+    from r
+    cross join unnest(r.limit_ids, r.period_starts) as w(limit_id, period_start)
+    join usage_counter c on c.limit_id = w.limit_id and c.period_start = w.period_start
+    where $2::bigint > 0 or r.state = 'reserved'
+    order by c.limit_id, c.period_start
+    for update of c
+  ),
+  counted as (
+    update usage_counter c set used = c.used + $2::bigint, reserved = greatest(c.reserved - l.give_back, 0)
+    from locked l where c.limit_id = l.limit_id and c.period_start = l.period_start
+  )
+  select state from r`;
+
+/**
+ * Expires a batch of reservations open since before $1 and gives their amounts back. Rows a
+ * settle holds are skipped (SKIP LOCKED): that settle finishes them.
+ */
+const sweepSql = `
+  with expired as materialized (
+    select id, amount, limit_ids, period_starts from usage_reservation
+    where state = 'reserved' and date_created < $1::timestamptz
+    order by date_created
+    limit $2::int
+    for update skip locked
+  ),
+  marked as (
+    update usage_reservation u set state = 'expired', date_finished = $3::timestamptz from expired e where u.id = e.id
+  ),
+  per_counter as (
+    select w.limit_id, w.period_start, sum(e.amount) as amount
+    from expired e cross join unnest(e.limit_ids, e.period_starts) as w(limit_id, period_start)
+    group by w.limit_id, w.period_start
+  ),
+  locked as materialized (
+    select c.limit_id, c.period_start, p.amount from usage_counter c
+    join per_counter p on c.limit_id = p.limit_id and c.period_start = p.period_start
+    order by c.limit_id, c.period_start
+    for update of c
+  ),
+  released as (
+    update usage_counter c set reserved = greatest(c.reserved - l.amount, 0)
+    from locked l where c.limit_id = l.limit_id and c.period_start = l.period_start
+  )
+  select count(*)::int as expired from expired`;
+
+const pruneSql = `
+  delete from usage_reservation where id in (
+    select id from usage_reservation where state <> 'reserved' and date_finished < $1::timestamptz limit $2::int
+  )`;
+
+const consumptionSql = `
+  select c.limit_id::text as limit_id, c.used, c.reserved
+  from usage_counter c
+  join unnest($1::uuid[], $2::timestamptz[]) as w(limit_id, period_start)
+    on c.limit_id = w.limit_id and c.period_start = w.period_start`;
+
+/**
+ * Durable settled usage for the Redis store, whose reservations live in Redis: records the
+ * reservation as settled (its id makes a repeat a no-op) and adds the tokens to each counter's
+ * `used`, creating the counter if needed, in one statement. Returns each counter's `used`
+ * afterwards; empty when this reservation had been recorded already.
+ */
+const recordSettledSql = `
+  with recorded as (
+    insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, tokens, date_created, date_finished)
+    values ($1::uuid, $2::uuid, $3::uuid[], $4::timestamptz[], $5::bigint, 'settled', $6::bigint, $7::timestamptz, $7::timestamptz)
+    on conflict (id) do nothing
+    returning id
+  )
+  insert into usage_counter as c (limit_id, period_start, workspace_id, used)
+  select w.limit_id, w.period_start, $2::uuid, $6::bigint
+  from unnest($3::uuid[], $4::timestamptz[]) as w(limit_id, period_start)
+  where exists (select 1 from recorded)
+  order by w.limit_id, w.period_start
+  on conflict (limit_id, period_start) do update set used = c.used + excluded.used
+  returning c.limit_id::text as limit_id, c.used`;
+
+/** The Redis store's record of a release, so that a settle after it changes nothing, as here. */
+const recordReleasedSql = `
+  insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, tokens, date_created, date_finished)
+  values ($1::uuid, $2::uuid, $3::uuid[], $4::timestamptz[], $5::bigint, 'released', 0, $6::timestamptz, $6::timestamptz)
+  on conflict (id) do nothing`;
+
+const sweepBatch = 500;
+const maxSweepBatches = 20;
+const maxReserveAttempts = 3;
+
+export class PgCounterStore implements CounterStore {
+  readonly pool: pg.Pool;
+  readonly #reservationTtlMs: number;
+  readonly #finishedRetentionMs: number;
+  readonly #clock: () => Date;
+
+  constructor(options: PgCounterStoreOptions) {
+    this.pool = createPool(options.databaseUrl, options.poolSize ?? 10);
+    this.#reservationTtlMs = options.reservationTtlMs ?? defaultReservationTtlMs;
+    this.#finishedRetentionMs = options.finishedRetentionMs ?? 86_400_000;
+    this.#clock = options.clock ?? (() => new Date());
+  }
+
+  async reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult> {
+    assertTokens("amount", amount);
+    const ordered = orderLimits(limits);
+    const periodStarts = ordered.map((limit) => periodKey(limit.period, now));
+    const reservation: Reservation = { id: randomUUID(), limits: ordered, amount, periodStarts };
+    if (ordered.length === 0) return { ok: true, reservation };
+    const workspaceId = workspaceOf(ordered);
+    const ids = ordered.map((limit) => limit.id);
+    const starts = periodStarts.map(pgPeriod);
+    const tokenLimits = ordered.map((limit) => limit.tokenLimit);
+    // Counters exist after the first request of each period; the retry is for the first ones.
+    for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
+      const { rows } = await this.pool.query<{ found: number; refused: string[] }>(reserveSql, [
+        ids, starts, tokenLimits, amount, reservation.id, workspaceId, now,
+      ]);
+      const { found, refused } = rows[0]!;
+      if (found === ordered.length) {
+        const first = ordered.find((limit) => refused.includes(limit.id));
+        return first ? { ok: false, limit: first, resetsAt: resetsAt(first.period, now) } : { ok: true, reservation };
+      }
+      await this.pool.query(createCountersSql, [ids, starts, workspaceId]);
+    }
+    throw new Error("usage counters vanished while reserving");
+  }
+
+  async settle(reservation: Reservation, actualTokens: number): Promise<void> {
+    assertTokens("actualTokens", actualTokens);
+    if (reservation.limits.length === 0) return;
+    await this.pool.query(finishSql, [reservation.id, actualTokens, "settled", this.#clock()]);
+  }
+
+  async release(reservation: Reservation): Promise<void> {
+    if (reservation.limits.length === 0) return;
+    await this.pool.query(finishSql, [reservation.id, 0, "released", this.#clock()]);
+  }
+
+  async consumption(limits: readonly UsageLimit[], now: Date): Promise<Map<string, LimitConsumption>> {
+    const ordered = orderLimits(limits);
+    const { rows } = await this.pool.query<{ limit_id: string; used: string; reserved: string }>(consumptionSql, [
+      ordered.map((limit) => limit.id),
+      ordered.map((limit) => pgPeriod(periodKey(limit.period, now))),
+    ]);
+    const byId = new Map(rows.map((row) => [row.limit_id, row]));
+    const result = new Map<string, LimitConsumption>();
+    for (const limit of ordered) {
+      const row = byId.get(limit.id);
+      result.set(limit.id, {
+        used: Number(row?.used ?? 0),
+        reserved: Number(row?.reserved ?? 0),
+        periodStart: periodStart(limit.period, now),
+        resetsAt: resetsAt(limit.period, now),
+      });
+    }
+    return result;
+  }
+
+  async sweep(now: Date): Promise<number> {
+    const cutoff = new Date(now.getTime() - this.#reservationTtlMs);
+    let expired = 0;
+    for (let batch = 0; batch < maxSweepBatches; batch++) {
+      const { rows } = await this.pool.query<{ expired: number }>(sweepSql, [cutoff, sweepBatch, now]);
+      expired += rows[0]!.expired;
+      if (rows[0]!.expired < sweepBatch) break;
+    }
+    const pruneBefore = new Date(now.getTime() - this.#finishedRetentionMs);
+    for (let batch = 0; batch < maxSweepBatches; batch++) {
+      const { rowCount } = await this.pool.query(pruneSql, [pruneBefore, sweepBatch]);
+      if ((rowCount ?? 0) < sweepBatch) break;
+    }
+    return expired;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/**
+ * The Redis store's durable half: records a settled reservation in PostgreSQL, once per
+ * reservation id. Returns each counter's settled `used` afterwards (read back when this
+ * reservation had been recorded before), by limit id.
+ */
+export async function recordSettledUsage(pool: pg.Pool, reservation: Reservation, tokens: number, at: Date): Promise<Map<string, number>> {
+  const ids = reservation.limits.map((limit) => limit.id);
+  const starts = reservation.periodStarts.map(pgPeriod);
+  const { rows } = await pool.query<{ limit_id: string; used: string }>(recordSettledSql, [
+    reservation.id, workspaceOf(reservation.limits), ids, starts, reservation.amount, tokens, at,
+  ]);
+  if (rows.length > 0) return new Map(rows.map((row) => [row.limit_id, Number(row.used)]));
+  return settledUsage(pool, ids, starts);
+}
+
+/** Settled `used` of each (limit id, period key) that has a counter, by limit id. */
+export async function settledUsage(pool: pg.Pool, limitIds: readonly string[], pgPeriods: readonly string[]): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ limit_id: string; used: string }>(consumptionSql, [limitIds, pgPeriods]);
+  return new Map(rows.map((row) => [row.limit_id, Number(row.used)]));
+}
+
+/** Records a release of the Redis store, once per reservation id. */
+export async function recordReleased(pool: pg.Pool, reservation: Reservation, at: Date): Promise<void> {
+  await pool.query(recordReleasedSql, [
+    reservation.id, workspaceOf(reservation.limits), reservation.limits.map((limit) => limit.id),
+    reservation.periodStarts.map(pgPeriod), reservation.amount, at,
+  ]);
+}

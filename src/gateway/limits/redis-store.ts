@@ -1,0 +1,312 @@
+import { createHash, randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import type pg from "pg";
+import { periodKey, periodStart, resetsAt } from "./periods.ts";
+import { createPool, pgPeriod, recordReleased, recordSettledUsage, settledUsage } from "./pg-store.ts";
+import {
+  assertTokens,
+  defaultReservationTtlMs,
+  orderLimits,
+  workspaceOf,
+  type CounterStore,
+  type LimitConsumption,
+  type Reservation,
+  type ReserveResult,
+  type UsageLimit,
+} from "./types.ts";
+
+/**
+ * Usage counters in Redis, with the PostgreSQL store's semantics. Redis holds the live counters
+ * (a hash {used, reserved} per limit and period) and the open reservations; PostgreSQL holds
+ * settled usage durably (usage_counter.used), written by every settle before Redis is told.
+ *
+ * Each change is one Lua script, which Redis runs with nothing else in between: that is the
+ * atomicity. Redis's `used` is a cache of PostgreSQL's: it only ever moves up to a value
+ * PostgreSQL returned (max, never +=). Settled usage only grows, so the largest value seen is the
+ * newest, whatever order settles and seeds reach Redis in; a counter missing from Redis (first
+ * use, expiry, a Redis restart) is seeded from PostgreSQL the same way. What Redis can lose is
+ * `reserved`, the in-flight requests, which the requirement allows.
+ *
+ * Standalone Redis: the sweep script reaches reservation keys it reads from the open set.
+ */
+
+export interface RedisCounterStoreOptions {
+  redisUrl: string;
+  /** Where settled usage is written durably (tables of Migration20261121030000). */
+  databaseUrl: string;
+  /** Prefix of every key; tests use their own. */
+  keyPrefix?: string;
+  poolSize?: number;
+  /** See `defaultReservationTtlMs`. */
+  reservationTtlMs?: number;
+  /** Stamps settled reservations in PostgreSQL; settle takes no `now`. */
+  clock?: () => Date;
+}
+
+interface Script {
+  lua: string;
+  sha: string;
+}
+
+function script(lua: string): Script {
+  return { lua, sha: createHash("sha1").update(lua).digest("hex") };
+}
+
+/** Sets a counter's expiry: at its period's end plus grace, or sliding for all_time ("0"). */
+const expireLua = `
+  local function expire(key, at, sliding)
+    if at == '0' then redis.call('PEXPIRE', key, sliding) else redis.call('PEXPIREAT', key, at) end
+  end`;
+
+/**
+ * KEYS: counters 1..n, the reservation, the open set.
+ * ARGV: amount, id, createdMs, reservationTtlMs, slidingTtlMs, payload, then for counter i at
+ * 6+3i-2 … 6+3i: tokenLimit, expireAtMs, seed ('' when the caller has none).
+ * Returns {0} granted, {1, i…} counters missing (ask again with seeds), {2, i} refused by counter i.
+ * Seeds first (max with what is there), then checks every counter, then changes any: all or nothing.
+ */
+const reserveScript = script(`${expireLua}
+  local n = #KEYS - 2
+  local amount = tonumber(ARGV[1])
+  local missing = {}
+  for i = 1, n do
+    local at, seed = ARGV[6 + 3 * i - 1], ARGV[6 + 3 * i]
+    local used = redis.call('HGET', KEYS[i], 'used')
+    if not used then
+      if seed == '' then
+        missing[#missing + 1] = i
+      else
+        redis.call('HSET', KEYS[i], 'used', seed, 'reserved', 0)
+        expire(KEYS[i], at, ARGV[5])
+      end
+    elseif seed ~= '' and tonumber(seed) > tonumber(used) then
+      redis.call('HSET', KEYS[i], 'used', seed)
+    end
+  end
+  if #missing > 0 then return {1, unpack(missing)} end
+  for i = 1, n do
+    local limit = tonumber(ARGV[6 + 3 * i - 2])
+    local c = redis.call('HMGET', KEYS[i], 'used', 'reserved')
+    local used, reserved = tonumber(c[1]), tonumber(c[2] or '0')
+    if used >= limit or used + reserved + amount > limit then return {2, i} end
+  end
+  for i = 1, n do
+    redis.call('HINCRBY', KEYS[i], 'reserved', ARGV[1])
+    expire(KEYS[i], ARGV[6 + 3 * i - 1], ARGV[5])
+  end
+  redis.call('SET', KEYS[n + 1], ARGV[6], 'PX', ARGV[4])
+  redis.call('ZADD', KEYS[n + 2], ARGV[3], ARGV[2])
+  return {0}`);
+
+/**
+ * Settle or release. KEYS: counters 1..n, the reservation, the open set.
+ * ARGV: id, -amount, slidingTtlMs, then for counter i at 3+2i-1, 3+2i: settled used from
+ * PostgreSQL ('' for a release), expireAtMs.
+ * The reservation key is the idempotency of `reserved`: only the call that deletes it gives the
+ * amount back (none if the sweep took it). `used` moves up to PostgreSQL's value, or seeds a
+ * missing counter with it.
+ */
+const finishScript = script(`${expireLua}
+  local n = #KEYS - 2
+  local live = redis.call('DEL', KEYS[n + 1])
+  redis.call('ZREM', KEYS[n + 2], ARGV[1])
+  for i = 1, n do
+    local settled, at = ARGV[3 + 2 * i - 1], ARGV[3 + 2 * i]
+    local used = redis.call('HGET', KEYS[i], 'used')
+    if used then
+      if live == 1 and redis.call('HINCRBY', KEYS[i], 'reserved', ARGV[2]) < 0 then
+        redis.call('HSET', KEYS[i], 'reserved', 0)
+      end
+      if settled ~= '' and tonumber(settled) > tonumber(used) then redis.call('HSET', KEYS[i], 'used', settled) end
+    elseif settled ~= '' then
+      redis.call('HSET', KEYS[i], 'used', settled, 'reserved', 0)
+      expire(KEYS[i], at, ARGV[3])
+    end
+  end
+  return live`);
+
+/**
+ * KEYS: the open set. ARGV: cutoffMs (exclusive), batch size, reservation key prefix.
+ * Gives back the amounts of reservations opened before the cutoff and never finished.
+ */
+const sweepScript = script(`
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
+  for _, id in ipairs(ids) do
+    local key = ARGV[3] .. id
+    local payload = redis.call('GET', key)
+    if payload then
+      local r = cjson.decode(payload)
+      for _, counter in ipairs(r.counters) do
+        if redis.call('EXISTS', counter) == 1 and redis.call('HINCRBY', counter, 'reserved', r.giveBack) < 0 then
+          redis.call('HSET', counter, 'reserved', 0)
+        end
+      end
+      redis.call('DEL', key)
+    end
+    redis.call('ZREM', KEYS[1], id)
+  end
+  return #ids`);
+
+/** Counters outlive their period by a day, so that late settles of its reservations find them. */
+const counterGraceMs = 86_400_000;
+/** All-time counters expire when unused this long, and are seeded again when next used. */
+const allTimeIdleMs = 30 * 86_400_000;
+/** A reservation key outlives its sweep deadline by this much, so that Redis frees it even if no sweep runs. */
+const reservationKeyGraceMs = 86_400_000;
+const sweepBatch = 500;
+const maxSweepBatches = 20;
+const maxReserveAttempts = 3;
+
+export class RedisCounterStore implements CounterStore {
+  readonly redis: Redis;
+  readonly pool: pg.Pool;
+  readonly #prefix: string;
+  readonly #reservationTtlMs: number;
+  readonly #clock: () => Date;
+
+  constructor(options: RedisCounterStoreOptions) {
+    // Fail a command after two reconnection attempts rather than queueing a request for long.
+    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 2 });
+    this.redis.on("error", () => undefined); // reconnects by itself; commands report their own failures
+    this.pool = createPool(options.databaseUrl, options.poolSize ?? 10);
+    this.#prefix = options.keyPrefix ?? "warden:usage:";
+    this.#reservationTtlMs = options.reservationTtlMs ?? defaultReservationTtlMs;
+    this.#clock = options.clock ?? (() => new Date());
+  }
+
+  async reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult> {
+    assertTokens("amount", amount);
+    const ordered = orderLimits(limits);
+    const periodStarts = ordered.map((limit) => periodKey(limit.period, now));
+    const reservation: Reservation = { id: randomUUID(), limits: ordered, amount, periodStarts };
+    if (ordered.length === 0) return { ok: true, reservation };
+    workspaceOf(ordered); // refuses limits of several workspaces now, not at settle
+    const counters = this.#counterKeys(reservation);
+    const expireAts = ordered.map((limit) => this.#expireAt(limit, now));
+    const payload = JSON.stringify({ counters, giveBack: String(-amount) });
+    let seeds: string[] = ordered.map(() => "");
+    for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
+      const args: (string | number)[] = [amount, reservation.id, now.getTime(), this.#reservationTtlMs + reservationKeyGraceMs, allTimeIdleMs, payload];
+      ordered.forEach((limit, i) => args.push(limit.tokenLimit, expireAts[i]!, seeds[i]!));
+      const reply = (await this.#run(reserveScript, [...counters, this.#reservationKey(reservation.id), this.#openKey()], args)) as number[];
+      if (reply[0] === 0) return { ok: true, reservation };
+      if (reply[0] === 2) {
+        const limit = ordered[reply[1]! - 1]!;
+        return { ok: false, limit, resetsAt: resetsAt(limit.period, now) };
+      }
+      // Missing counters: seed them from PostgreSQL's settled usage (0 if it has none) and ask again.
+      const missing = reply.slice(1).map((i) => i - 1);
+      const settled = await settledUsage(
+        this.pool,
+        missing.map((i) => ordered[i]!.id),
+        missing.map((i) => pgPeriod(periodStarts[i]!)),
+      );
+      seeds = ordered.map(() => "");
+      for (const i of missing) seeds[i] = String(settled.get(ordered[i]!.id) ?? 0);
+    }
+    throw new Error("usage counters vanished from Redis while reserving");
+  }
+
+  async settle(reservation: Reservation, actualTokens: number): Promise<void> {
+    assertTokens("actualTokens", actualTokens);
+    if (reservation.limits.length === 0) return;
+    // Durable first: if PostgreSQL fails, the reservation stays open (and is swept), and nothing counts twice.
+    const settled = await recordSettledUsage(this.pool, reservation, actualTokens, this.#clock());
+    await this.#finish(reservation, (limit) => String(settled.get(limit.id) ?? ""));
+  }
+
+  async release(reservation: Reservation): Promise<void> {
+    if (reservation.limits.length === 0) return;
+    // Recorded, so that a settle after a release changes nothing, as in the PostgreSQL store.
+    await recordReleased(this.pool, reservation, this.#clock());
+    await this.#finish(reservation, () => "");
+  }
+
+  async consumption(limits: readonly UsageLimit[], now: Date): Promise<Map<string, LimitConsumption>> {
+    const ordered = orderLimits(limits);
+    const keys = ordered.map((limit) => this.#counterKey(limit.id, periodKey(limit.period, now)));
+    const pipeline = this.redis.pipeline();
+    for (const key of keys) pipeline.hmget(key, "used", "reserved");
+    const replies = (await pipeline.exec()) ?? [];
+    const live = replies.map(([err, value]) => {
+      if (err) throw err;
+      return value as (string | null)[];
+    });
+    // Counters Redis does not hold (yet) have no reservations; their settled usage is PostgreSQL's.
+    const absent = ordered.filter((_, i) => live[i]?.[0] == null);
+    const settled = absent.length === 0 ? new Map<string, number>() : await settledUsage(
+      this.pool,
+      absent.map((limit) => limit.id),
+      absent.map((limit) => pgPeriod(periodKey(limit.period, now))),
+    );
+    const result = new Map<string, LimitConsumption>();
+    ordered.forEach((limit, i) => {
+      const [used, reserved] = live[i] ?? [];
+      result.set(limit.id, {
+        used: used == null ? (settled.get(limit.id) ?? 0) : Number(used),
+        reserved: Number(reserved ?? 0),
+        periodStart: periodStart(limit.period, now),
+        resetsAt: resetsAt(limit.period, now),
+      });
+    });
+    return result;
+  }
+
+  async sweep(now: Date): Promise<number> {
+    const cutoff = now.getTime() - this.#reservationTtlMs;
+    let expired = 0;
+    for (let batch = 0; batch < maxSweepBatches; batch++) {
+      const count = (await this.#run(sweepScript, [this.#openKey()], [cutoff, sweepBatch, this.#reservationKey("")])) as number;
+      expired += count;
+      if (count < sweepBatch) break;
+    }
+    return expired;
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit();
+    await this.pool.end();
+  }
+
+  async #finish(reservation: Reservation, settledUsed: (limit: UsageLimit) => string): Promise<void> {
+    const args: (string | number)[] = [reservation.id, String(-reservation.amount), allTimeIdleMs];
+    reservation.limits.forEach((limit, i) => {
+      // A counter seeded here belongs to the reservation's period, which may have ended.
+      const start = reservation.periodStarts[i]!;
+      args.push(settledUsed(limit), limit.period === "all_time" ? 0 : this.#expireAt(limit, new Date(start)));
+    });
+    const keys = [...this.#counterKeys(reservation), this.#reservationKey(reservation.id), this.#openKey()];
+    await this.#run(finishScript, keys, args);
+  }
+
+  /** Runs a script by its digest, sending its text only when Redis does not have it cached. */
+  async #run(s: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(s.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+      return await this.redis.eval(s.lua, keys.length, ...keys, ...args);
+    }
+  }
+
+  #expireAt(limit: UsageLimit, now: Date): number {
+    const end = resetsAt(limit.period, now);
+    return end === null ? 0 : end.getTime() + counterGraceMs;
+  }
+
+  #counterKeys(reservation: Reservation): string[] {
+    return reservation.limits.map((limit, i) => this.#counterKey(limit.id, reservation.periodStarts[i]!));
+  }
+
+  #counterKey(limitId: string, period: string): string {
+    return `${this.#prefix}c:${limitId}:${period}`;
+  }
+
+  #reservationKey(id: string): string {
+    return `${this.#prefix}r:${id}`;
+  }
+
+  #openKey(): string {
+    return `${this.#prefix}open`;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Usage-limit counters: the contract both stores (PostgreSQL, Redis) keep.
+ *
+ * A request reserves, at admission, its counted input plus its max_tokens against every limit
+ * that applies; it settles at completion with what the provider reported. Because the check and
+ * the reservation are one atomic step, concurrent requests cannot collectively pass a limit.
+ *
+ * The rule for "reached": a reservation of `amount` is refused by a limit when
+ *   used >= tokenLimit                      (the limit is spent: even amount 0 is refused), or
+ *   used + reserved + amount > tokenLimit   (admitting it could overshoot).
+ * So a limit of 0 refuses everything, and a settle that reports more than was reserved can push
+ * `used` past the limit (the tokens were spent), which refuses everything until the period ends.
+ */
+
+export type LimitScope = "key" | "user" | "group";
+export type LimitPeriod = "daily" | "weekly" | "monthly" | "all_time";
+
+/** Limit ids and workspace ids are UUIDs, like every id in the schema. */
+export interface UsageLimit {
+  id: string;
+  workspaceId: string;
+  scope: LimitScope;
+  subjectId: string;
+  period: LimitPeriod;
+  tokenLimit: number;
+}
+
+export interface Reservation {
+  readonly id: string;
+  /** Deduplicated and in refusal order (see `orderLimits`). */
+  readonly limits: readonly UsageLimit[];
+  readonly amount: number;
+  /** One per limit: the period the reservation counts against (`periodKey`). */
+  readonly periodStarts: readonly string[];
+}
+
+export type ReserveResult =
+  | { ok: true; reservation: Reservation }
+  | { ok: false; limit: UsageLimit; resetsAt: Date | null /* null for all_time */ };
+
+export interface LimitConsumption {
+  used: number;
+  reserved: number;
+  periodStart: Date | null;
+  resetsAt: Date | null;
+}
+
+export interface CounterStore {
+  /**
+   * Atomically for all `limits`: if any refuses (see the rule above), answer the first such limit
+   * in refusal order and change nothing; else add `amount` to every limit's reserved.
+   */
+  reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult>;
+  /**
+   * Moves the reservation to used as `actualTokens` (more or less than reserved), in the periods
+   * the reservation was made in. Idempotent per reservation id; durable once it resolves.
+   * A reservation already expired by `sweep` still counts its tokens, and releases nothing twice.
+   */
+  settle(reservation: Reservation, actualTokens: number): Promise<void>;
+  /** Releases a reservation without usage (upstream error before any output). Idempotent. */
+  release(reservation: Reservation): Promise<void>;
+  /** Current consumption of each limit (by limit id) in its current period. */
+  consumption(limits: readonly UsageLimit[], now: Date): Promise<Map<string, LimitConsumption>>;
+  /**
+   * Releases reservations made before `now - reservationTtlMs` that were never settled or
+   * released: those of a crashed process. Safe to run from every process at once; returns how
+   * many it expired. The gateway runs it periodically (every minute is plenty).
+   */
+  sweep(now: Date): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * How long a reservation may stay open before `sweep` takes it for abandoned: 15 minutes.
+ * A live process always settles or releases (in a finally), so only a crash leaves one open, and
+ * then it holds budget until swept: shorter frees that budget sooner. Sweeping a request that is
+ * in fact still running costs little: its settle still counts every token, only its reservation
+ * stops guarding the budget early. Model calls that stream for longer than 15 minutes are rare.
+ */
+export const defaultReservationTtlMs = 15 * 60_000;
+
+const scopeOrder: Record<LimitScope, number> = { key: 0, user: 1, group: 2 };
+const periodOrder: Record<LimitPeriod, number> = { daily: 0, weekly: 1, monthly: 2, all_time: 3 };
+
+/** Deduplicates by id and sorts in refusal order: key, user, group; then daily … all_time; then id. */
+export function orderLimits(limits: readonly UsageLimit[]): UsageLimit[] {
+  const byId = new Map<string, UsageLimit>();
+  for (const limit of limits) byId.set(limit.id, limit);
+  return [...byId.values()].sort(
+    (a, b) =>
+      scopeOrder[a.scope] - scopeOrder[b.scope] ||
+      periodOrder[a.period] - periodOrder[b.period] ||
+      (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
+}
+
+/** Token counts are whole, non-negative and exact in a double. */
+export function assertTokens(name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
+}
+
+/** A reservation covers limits of one workspace: its durable record belongs to that workspace. */
+export function workspaceOf(limits: readonly UsageLimit[]): string {
+  const workspaceId = limits[0]!.workspaceId;
+  if (limits.some((limit) => limit.workspaceId !== workspaceId)) throw new Error("limits of one reservation must share a workspace");
+  return workspaceId;
+}

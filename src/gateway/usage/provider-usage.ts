@@ -1,0 +1,75 @@
+import type { SseEvent } from "../providers/sse.ts";
+
+/** Tokens as a provider reported them, input and output, with cached and reasoning tokens in. */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+type Json = unknown;
+const isRecord = (value: Json): value is Record<string, Json> => typeof value === "object" && value !== null && !Array.isArray(value);
+const count = (value: Json): number => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
+
+/**
+ * A `usage` object of either family. Anthropic counts cache writes and reads apart from
+ * `input_tokens`, so they are added; OpenAI's `input_tokens` already holds its cached tokens and
+ * `output_tokens` its reasoning tokens. Embeddings report `prompt_tokens`.
+ */
+export function usageFrom(usage: Json): TokenUsage | undefined {
+  if (!isRecord(usage)) return undefined;
+  const input = count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + count(usage.cache_read_input_tokens) ||
+    count(usage.prompt_tokens);
+  const output = count(usage.output_tokens) || count(usage.completion_tokens);
+  if (input === 0 && output === 0 && !("input_tokens" in usage) && !("prompt_tokens" in usage)) return undefined;
+  return { inputTokens: input, outputTokens: output };
+}
+
+/** The usage in a non-streamed answer body. */
+export function usageOfBody(body: Buffer): TokenUsage | undefined {
+  try {
+    const parsed: Json = JSON.parse(body.toString("utf8"));
+    return isRecord(parsed) ? usageFrom(parsed.usage) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Follows a stream's usage events as they pass: Anthropic's message_start (input) and
+ * message_delta (output so far, cumulative); OpenAI's response.completed (the total). What it
+ * holds at any time is what the provider has reported so far.
+ */
+export class StreamUsage {
+  #input = 0;
+  #output = 0;
+  #reported = false;
+
+  observe(event: SseEvent): void {
+    const name = event.name;
+    if (name !== "message_start" && name !== "message_delta" && name !== "response.completed") return;
+    const data = event.json;
+    if (data.kind !== "json" || !isRecord(data.value)) return;
+    const value = data.value;
+    if (name === "message_start" && isRecord(value.message)) {
+      const usage = usageFrom(value.message.usage);
+      if (usage) this.#set(usage.inputTokens, Math.max(this.#output, usage.outputTokens));
+    } else if (name === "message_delta") {
+      const usage = isRecord(value.usage) ? value.usage : undefined;
+      if (usage) this.#set(Math.max(this.#input, usageFrom(usage)?.inputTokens ?? 0), count(usage.output_tokens));
+    } else if (isRecord(value.response)) {
+      const usage = usageFrom(value.response.usage);
+      if (usage) this.#set(usage.inputTokens, usage.outputTokens);
+    }
+  }
+
+  /** Undefined when the provider reported nothing yet. */
+  get usage(): TokenUsage | undefined {
+    return this.#reported ? { inputTokens: this.#input, outputTokens: this.#output } : undefined;
+  }
+
+  #set(input: number, output: number): void {
+    this.#input = input;
+    this.#output = output;
+    this.#reported = true;
+  }
+}

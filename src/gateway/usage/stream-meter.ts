@@ -1,0 +1,51 @@
+import type { SseEvent } from "../providers/sse.ts";
+import { StreamUsage, type TokenUsage } from "./provider-usage.ts";
+
+/** Roughly four characters a token, for text the provider did not count for us. */
+const charsPerToken = 4;
+
+/**
+ * Counts a stream as it passes: the provider's usage events when it sends them; otherwise (a
+ * stream the caller abandoned, or the provider cut, before the usage event) an estimate from the
+ * request's size and the text that did pass, marked as such.
+ */
+export class StreamMeter {
+  readonly #reported = new StreamUsage();
+  readonly #requestBytes: number;
+  #textChars = 0;
+  #sawEvent = false;
+
+  constructor(requestBytes: number) {
+    this.#requestBytes = requestBytes;
+  }
+
+  observe(event: SseEvent): void {
+    this.#sawEvent = true;
+    this.#reported.observe(event);
+    if (event.name === "content_block_delta" || event.name === "response.output_text.delta") {
+      const data = event.json;
+      if (data.kind === "json" && typeof data.value === "object" && data.value !== null) {
+        const value = data.value as { delta?: unknown };
+        const text = typeof value.delta === "string" ? value.delta : (value.delta as { text?: unknown } | undefined)?.text;
+        if (typeof text === "string") this.#textChars += text.length;
+      }
+    }
+  }
+
+  get sawEvent(): boolean {
+    return this.#sawEvent;
+  }
+
+  /** The provider said nothing about usage, complete or partial. */
+  get estimated(): boolean {
+    return this.#sawEvent && this.#reported.usage === undefined;
+  }
+
+  get usage(): TokenUsage | undefined {
+    if (!this.#sawEvent) return undefined;
+    return this.#reported.usage ?? {
+      inputTokens: Math.ceil(this.#requestBytes / charsPerToken),
+      outputTokens: Math.ceil(this.#textChars / charsPerToken),
+    };
+  }
+}
