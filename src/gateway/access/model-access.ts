@@ -14,7 +14,18 @@ export type AccessDecision =
 export function checkModelAccess(config: WorkspaceConfig | undefined, key: GatewayKey, model: string): AccessDecision {
   if (config && matchesAny(config.blockedModels, model)) return { allowed: false, reason: "blocked" };
   if (isAllowed(config, key, model)) return { allowed: true };
-  return { allowed: false, reason: "not-allowed", available: availableModels(config, key) };
+  const available = availableModels(config, key);
+  // Allow lists of globs only: name the patterns, so the message still says what is available.
+  return { allowed: false, reason: "not-allowed", available: available.length > 0 ? available : allowPatterns(config, key) };
+}
+
+function allowPatterns(config: WorkspaceConfig | undefined, key: GatewayKey): string[] {
+  const patterns = [
+    ...(key.allowedModels ?? []),
+    ...(key.userId ? config?.userAllowLists.get(key.userId) ?? [] : []),
+    ...key.groupIds.flatMap((id) => config?.groupAllowLists.get(id) ?? []),
+  ];
+  return [...new Set(patterns)].filter((pattern) => !matchesAny(config?.blockedModels ?? [], pattern));
 }
 
 /**

@@ -122,13 +122,16 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const endpoint = match.endpoint;
     trace.endpoint = endpoint.kind === "models" ? "models" : endpoint.endpoint;
     const style = endpoint.kind === "models" ? styleForModels(endpoint.prefix, { get: (name) => headerValue(req, name) ?? null }) : endpoint.style;
-    if (req.method !== match.method) return fail(res, trace, style, methodNotAllowed(req.method ?? "", pathname, [match.method]));
+    // HEAD is answered as GET, without a body (Node leaves it out).
+    const method = req.method === "HEAD" ? "GET" : req.method;
+    if (method !== match.method) return fail(res, trace, style, methodNotAllowed(req.method ?? "", pathname, [match.method]));
 
     const snapshot = deps.watcher.snapshot;
     try {
-      if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
+      // The spec's order starts with the key; the cap follows at once, before any work.
       const key = await authenticate(req, snapshot);
       trace.key = key;
+      if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
       const config = snapshot.workspaces.get(key.workspaceId);
       if (endpoint.kind === "models") {
         const family = style === "messages" ? "messages" : "responses";

@@ -52,32 +52,26 @@ function script(lua: string): Script {
   return { lua, sha: createHash("sha1").update(lua).digest("hex") };
 }
 
-/** Sets a counter's expiry: at its period's end plus grace, or sliding for all_time ("0"). */
-const expireLua = `
-  local function expire(key, at, sliding)
-    if at == '0' then redis.call('PEXPIRE', key, sliding) else redis.call('PEXPIREAT', key, at) end
-  end`;
-
 /**
  * KEYS: counters 1..n, the reservation, the open set.
- * ARGV: amount, id, createdMs, reservationTtlMs, slidingTtlMs, payload, then for counter i at
- * 6+3i-2 … 6+3i: tokenLimit, expireAtMs, seed ('' when the caller has none).
+ * ARGV: amount, id, createdMs, reservation key ttl, payload, then for counter i at
+ * 5+3i-2 … 5+3i: tokenLimit, counter ttl, seed ('' when the caller has none).
  * Returns {0} granted, {1, i…} counters missing (ask again with seeds), {2, i} refused by counter i.
  * Seeds first (max with what is there), then checks every counter, then changes any: all or nothing.
  */
-const reserveScript = script(`${expireLua}
+const reserveScript = script(`
   local n = #KEYS - 2
   local amount = tonumber(ARGV[1])
   local missing = {}
   for i = 1, n do
-    local at, seed = ARGV[6 + 3 * i - 1], ARGV[6 + 3 * i]
+    local ttl, seed = ARGV[5 + 3 * i - 1], ARGV[5 + 3 * i]
     local used = redis.call('HGET', KEYS[i], 'used')
     if not used then
       if seed == '' then
         missing[#missing + 1] = i
       else
         redis.call('HSET', KEYS[i], 'used', seed, 'reserved', 0)
-        expire(KEYS[i], at, ARGV[5])
+        redis.call('PEXPIRE', KEYS[i], ttl)
       end
     elseif seed ~= '' and tonumber(seed) > tonumber(used) then
       redis.call('HSET', KEYS[i], 'used', seed)
@@ -85,33 +79,33 @@ const reserveScript = script(`${expireLua}
   end
   if #missing > 0 then return {1, unpack(missing)} end
   for i = 1, n do
-    local limit = tonumber(ARGV[6 + 3 * i - 2])
+    local limit = tonumber(ARGV[5 + 3 * i - 2])
     local c = redis.call('HMGET', KEYS[i], 'used', 'reserved')
     local used, reserved = tonumber(c[1]), tonumber(c[2] or '0')
     if used >= limit or used + reserved + amount > limit then return {2, i} end
   end
   for i = 1, n do
     redis.call('HINCRBY', KEYS[i], 'reserved', ARGV[1])
-    expire(KEYS[i], ARGV[6 + 3 * i - 1], ARGV[5])
+    redis.call('PEXPIRE', KEYS[i], ARGV[5 + 3 * i - 1])
   end
-  redis.call('SET', KEYS[n + 1], ARGV[6], 'PX', ARGV[4])
+  redis.call('SET', KEYS[n + 1], ARGV[5], 'PX', ARGV[4])
   redis.call('ZADD', KEYS[n + 2], ARGV[3], ARGV[2])
   return {0}`);
 
 /**
  * Settle or release. KEYS: counters 1..n, the reservation, the open set.
- * ARGV: id, -amount, slidingTtlMs, then for counter i at 3+2i-1, 3+2i: settled used from
- * PostgreSQL ('' for a release), expireAtMs.
+ * ARGV: id, -amount, then for counter i at 2+2i-1, 2+2i: settled used from PostgreSQL ('' for a
+ * release), counter ttl.
  * The reservation key is the idempotency of `reserved`: only the call that deletes it gives the
  * amount back (none if the sweep took it). `used` moves up to PostgreSQL's value, or seeds a
  * missing counter with it.
  */
-const finishScript = script(`${expireLua}
+const finishScript = script(`
   local n = #KEYS - 2
   local live = redis.call('DEL', KEYS[n + 1])
   redis.call('ZREM', KEYS[n + 2], ARGV[1])
   for i = 1, n do
-    local settled, at = ARGV[3 + 2 * i - 1], ARGV[3 + 2 * i]
+    local settled, ttl = ARGV[2 + 2 * i - 1], ARGV[2 + 2 * i]
     local used = redis.call('HGET', KEYS[i], 'used')
     if used then
       if live == 1 and redis.call('HINCRBY', KEYS[i], 'reserved', ARGV[2]) < 0 then
@@ -120,7 +114,7 @@ const finishScript = script(`${expireLua}
       if settled ~= '' and tonumber(settled) > tonumber(used) then redis.call('HSET', KEYS[i], 'used', settled) end
     elseif settled ~= '' then
       redis.call('HSET', KEYS[i], 'used', settled, 'reserved', 0)
-      expire(KEYS[i], at, ARGV[3])
+      redis.call('PEXPIRE', KEYS[i], ttl)
     end
   end
   return live`);
@@ -153,6 +147,16 @@ const counterGraceMs = 86_400_000;
 const allTimeIdleMs = 30 * 86_400_000;
 /** A reservation key outlives its sweep deadline by this much, so that Redis frees it even if no sweep runs. */
 const reservationKeyGraceMs = 86_400_000;
+/**
+ * How long, from `now` on, the counter of `limit`'s period that `inPeriod` falls in should live.
+ * A relative TTL, not an absolute PEXPIREAT: the caller's clock decides periods, and Redis's may
+ * differ from it (by skew, or by years under a test's clock).
+ */
+function counterTtl(limit: UsageLimit, inPeriod: Date, now: Date): number {
+  const end = resetsAt(limit.period, inPeriod);
+  return end === null ? allTimeIdleMs : Math.max(end.getTime() - now.getTime(), 0) + counterGraceMs;
+}
+
 const sweepBatch = 500;
 const maxSweepBatches = 20;
 const maxReserveAttempts = 3;
@@ -182,12 +186,12 @@ export class RedisCounterStore implements CounterStore {
     if (ordered.length === 0) return { ok: true, reservation };
     workspaceOf(ordered); // refuses limits of several workspaces now, not at settle
     const counters = this.#counterKeys(reservation);
-    const expireAts = ordered.map((limit) => this.#expireAt(limit, now));
+    const ttls = ordered.map((limit) => counterTtl(limit, now, now));
     const payload = JSON.stringify({ counters, giveBack: String(-amount) });
     let seeds: string[] = ordered.map(() => "");
     for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
-      const args: (string | number)[] = [amount, reservation.id, now.getTime(), this.#reservationTtlMs + reservationKeyGraceMs, allTimeIdleMs, payload];
-      ordered.forEach((limit, i) => args.push(limit.tokenLimit, expireAts[i]!, seeds[i]!));
+      const args: (string | number)[] = [amount, reservation.id, now.getTime(), this.#reservationTtlMs + reservationKeyGraceMs, payload];
+      ordered.forEach((limit, i) => args.push(limit.tokenLimit, ttls[i]!, seeds[i]!));
       const reply = (await this.#run(reserveScript, [...counters, this.#reservationKey(reservation.id), this.#openKey()], args)) as number[];
       if (reply[0] === 0) return { ok: true, reservation };
       if (reply[0] === 2) {
@@ -269,11 +273,12 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async #finish(reservation: Reservation, settledUsed: (limit: UsageLimit) => string): Promise<void> {
-    const args: (string | number)[] = [reservation.id, String(-reservation.amount), allTimeIdleMs];
+    const args: (string | number)[] = [reservation.id, String(-reservation.amount)];
+    const now = this.#clock();
     reservation.limits.forEach((limit, i) => {
       // A counter seeded here belongs to the reservation's period, which may have ended.
       const start = reservation.periodStarts[i]!;
-      args.push(settledUsed(limit), limit.period === "all_time" ? 0 : this.#expireAt(limit, new Date(start)));
+      args.push(settledUsed(limit), counterTtl(limit, limit.period === "all_time" ? now : new Date(start), now));
     });
     const keys = [...this.#counterKeys(reservation), this.#reservationKey(reservation.id), this.#openKey()];
     await this.#run(finishScript, keys, args);
@@ -287,11 +292,6 @@ export class RedisCounterStore implements CounterStore {
       if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
       return await this.redis.eval(s.lua, keys.length, ...keys, ...args);
     }
-  }
-
-  #expireAt(limit: UsageLimit, now: Date): number {
-    const end = resetsAt(limit.period, now);
-    return end === null ? 0 : end.getTime() + counterGraceMs;
   }
 
   #counterKeys(reservation: Reservation): string[] {

@@ -12,6 +12,8 @@
 
 export type RuleFamily =
   | "instruction_override"
+  | "task_switch"
+  | "role_assignment"
   | "prompt_exfiltration"
   | "persona_jailbreak"
   | "delimiter_spoof"
@@ -28,6 +30,8 @@ export interface InjectionRule {
 
 export const RULE_FAMILIES: readonly RuleFamily[] = [
   "instruction_override",
+  "task_switch",
+  "role_assignment",
   "prompt_exfiltration",
   "persona_jailbreak",
   "delimiter_spoof",
@@ -68,6 +72,7 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("instruction_override", 0.85, `\\b(?:ignora|ignore|ignoren|olvida|olvide|olviden|olvídate de|descarta|omite)\\b(?: \\S+){0,4} ${ES_OBJ}\\b`),
   rule("instruction_override", 0.8, `\\b(?:olvida|olvide|olvídate de) todo(?: lo)?(?: que| anterior| lo anterior)?\\b(?:(?: \\S+){0,3} (?:antes|anterior))?|\\bignora (?:al|a el) usuario\\b`),
   rule("instruction_override", 0.85, `\\b(?:ignore|ignorez|ignorer|oublie|oubliez|oublier)\\b(?: \\S+){0,4} ${FR_OBJ}\\b`),
+  rule("instruction_override", 0.8, `\\b(?:ignora|dimentica|ignorate) (?:tutte )?(?:le )?(?:istruzioni|regole)\\b|\\b(?:esqueça|esquece|ignore) (?:todas )?as (?:instruções|regras)\\b|\\b(?:negeer|vergeet) (?:alle )?(?:vorige |eerdere )?(?:instructies|regels)\\b|\\b(?:zaboravi|zaboravite|ignoriraj) (?:sve )?(?:instrukcije|upute|pravila)\\b|(?:забудьте|забудь|игнорируйте|игнорируй)(?: все| всё)? (?:инструкции|правила|указания)`),
   rule("instruction_override", 0.75, `\\b(?:oublie|oubliez) tout\\b|\\bne (?:traduis|traduisez) pas (?:cette phrase|ce texte)\\b.{0,20}\\b(?:exécute|exécutez)\\b`),
   rule("instruction_override", 0.75, `\\b(?:übersetze|übersetzen sie) (?:diesen satz|diesen text|das) nicht\\b.{0,20}\\b(?:führe|führen)\\b|\\b(?:don'?t|do not) translate (?:this|it)\\b.{0,30}\\b(?:execute|run|carry out|follow)\\b`),
 
@@ -86,7 +91,7 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("persona_jailbreak", 0.85, `\\b(?:you are|you're|you will be|act as|pretend (?:to be|you are)|roleplay as|role-play as|immerse yourself into the role of|play the role of)\\b.{0,120}\\b(?:no|without any|without|free of all|free from all|not bound by any|not limited by|not confined by) (?:\\w+ )?(?:restrictions|filters|limits|limitations|rules|guidelines|policies|censorship|ethics|morals|boundaries|confines)\\b`),
   rule("persona_jailbreak", 0.8, `\\b(?:(?:has |have )?broken free|free of all restrictions|never refuses?|never says? no|stay in character no matter|does not give a|immoral|unethical and|completely amoral|unfiltered(?: and uncensored)?|uncensored (?:ai|outputs?|responses?|version)|without (?:any )?(?:moral|ethical) (?:guidelines|restrictions|principles))\\b`),
   rule("persona_jailbreak", 0.7, `\\b(?:ignore|bypass|disable|turn off|remove|lift)s?(?: all| any| the| your)? (?:content (?:policy|policies|filters?)|safety (?:rules|filters?|guidelines|protocols)|ethical guidelines|openai(?:'s)? (?:policies|rules|content policy))\\b`),
-  rule("persona_jailbreak", 0.7, `\\b(?:pretend|imagine) (?:that )?you(?: are|'re)? an? (?:evil|rogue|malicious|unrestricted|unfiltered|uncensored|jailbroken) (?:ai|assistant|model|chatbot|bot)\\b|\\bevil (?:ai|assistant|confidant)\\b`),
+  rule("persona_jailbreak", 0.7, `\\b(?:pretend|imagine) (?:that )?you(?: are|'re)? an? (?:evil|rogue|malicious|unrestricted|unfiltered|uncensored|jailbroken) (?:ai|assistant|model|chatbot|bot)\\b`),
   rule("persona_jailbreak", 0.85, `\\bentwicklermodus\\b.{0,60}\\b(?:keine|ohne|aktiviert|filter|richtlinien)\\b|\\b(?:ki|ai|modell|assistent)[- ]?(?:modell )?ohne (?:einschränkungen|filter|grenzen|regeln)\\b|\\bohne (?:einschränkungen|filter|zensur)\\b.{0,40}\\b(?:antworte|beantworte)|\\bkeine (?:inhaltsrichtlinien|einschränkungen|filter) mehr\\b|\\bstell dir vor, du bist eine böse ki\\b`),
   rule("persona_jailbreak", 0.85, `\\bmodo (?:desarrollador|developer|dan)\\b.{0,60}\\b(?:activado|no existen|sin|directrices)\\b|\\b(?:sin|eliminado todas las) (?:restricciones|filtros|censura|límites)\\b|\\bfinge que eres una ia\\b`),
   rule("persona_jailbreak", 0.85, `\\bmode (?:développeur|developpeur|dan)\\b.{0,60}\\b(?:plus de|sans|activé|active|politique)\\b|\\b(?:sans|plus de) (?:filtre|filtres|restrictions?|censure|politique de contenu)\\b.{0,40}\\b(?:réponds|répondez)|\\b(?:réponds|répondez) à (?:tout|toutes les questions) sans filtre\\b`),
@@ -114,8 +119,23 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("tool_exfiltration", 0.75, `\\buse your (?:email|e-mail|mail|shell|browser|file|code|payment) tool to\\b|\\busa tu herramienta de (?:correo|archivos)\\b|\\bnutze dein (?:e-mail|mail)-?werkzeug\\b|\\butilise ton outil\\b|\\b(?:lösche|löschen sie) alle dateien\\b`),
   rule("tool_exfiltration", 0.7, `\\b(?:list|print|reveal|output|tell me|give me|send me|dump)(?: all)?(?: of)? (?:the |your )?(?:admin |stored |saved |user |root )?(?:passwords?|api keys?|credentials|secrets|access tokens)\\b|\\b(?:contraseñas guardadas|clé api stockée|passwörter)\\b`),
 
+  // Task switch after praise or an interjection (deepset style; weak alone) ---------------------------
+  rule("task_switch", 0.45, `^\\W*(?:wow|well done|very well done|very good|good job|great|excellent|simply great|okay|ok|congratulations|perfect|fantastic|sehr gut|sehr gut gemacht|gut gemacht|super|ausgezeichnet|einfach großartig|herzlichen glückwunsch|mann, du hast|man, you did)\\b[^?]{0,100}\\b(?:now|but now|next|nun|jetzt|aber jetzt)\\b.{0,60}\\b(?:task|tasks|assignment|write|help|aufgabe|aufgaben|schreib|schreibe|verfasse|hilf)`),
+  rule("task_switch", 0.55, `^\\W*(?:attention|achtung|stop|stopp|halt)\\W+(?:stop|stopp|write|say|ignore|schreibe?|sag)\\b|\\bstop[:!,-] (?:write|say|print|ignore)\\b|\\b(?:that is|that's|das ist) (?:enough|done|erledigt)\\b.{0,30}\\b(?:now|nun|jetzt)\\b`),
+  rule("task_switch", 0.4, `\\b(?:new|great new|another|weitere|neue|tolle neue) (?:task|challenge|assignment|aufgabe|herausforderung)\\b.{0,40}\\b(?:for you|für dich|follows?|folgt|folgen)\\b|\\bhello gpt\\b|\\bhallo gpt\\b`),
+
+  // Role assignment (weak alone: ordinary requests say "act as a tutor") --------------------------------
+  rule("role_assignment", 0.4, `\\bi want you to act as\\b|\\bich möchte, dass (?:sie|du) als\\b.{0,60}\\b(?:fungieren|agierst|fungierst)\\b|\\bquiero que actúes como\\b|\\bje veux que tu agisses comme\\b`),
+  rule("role_assignment", 0.6, `\\b(?:act as|act like|pretend to be|you are now|als) an? (?:\\w+ )?(?:linux |unix |bash |python |sql |javascript |windows )?(?:terminal|interpreter|console|shell)\\b`),
+  rule("role_assignment", 0.4, `(?:^|[.!?] )(?:now|okay\\.? now|ok\\.? now|from now on|jetzt|nun|ab jetzt|ab sofort) (?:you are|you're|bist du|du bist)\\b|\\b(?:jetzt|nun) bist du\\b|\\byou are completely absorbed in your role\\b|\\bdu gehst vollkommen in deiner rolle auf\\b`),
+  rule("role_assignment", 0.6, `\\b(?:always |never )?(?:stay|remain|bleiben|bleibt) (?:fully |immer |always )?in (?:their|his|her|your|character|ihren|seiner|ihrer) ?(?:roles?|rollen|rolle|character)?\\b.{0,60}\\b(?:without|even|ohne|never|nicht)\\b|\\b(?:do not|don'?t|never) break character\\b|\\bohne (?:auch nur )?(?:einmal |eine sekunde )?aus der (?:rolle|figur) zu fallen\\b|\\bwithout (?:even )?falling out of (?:the )?(?:figure|character|role)\\b`),
+  rule("role_assignment", 0.4, `^\\W*you are (?:the )?[\\w-]+(?: [\\w-]+)?[.,!] as (?:the )?[\\w-]+\\b|\\byou are role-?playing as\\b`),
+  rule("role_assignment", 0.35, `\\b(?:pretend|imagine) (?:that )?you (?:are|can|have)\\b|\\bstell dir vor,? du bist\\b|\\bfinge que\\b|\\bimagine que tu es\\b|\\bfais semblant d'être\\b`),
+
   // Output forcing (deepset style) ---------------------------------------------------------------------
   rule("output_forcing", 0.55, `\\b(?:just|only|simply) (?:say|output|print|write|reply with|respond with|answer with)\\b.{0,10}["'«“]|\\b(?:do not|don'?t) (?:answer|look in|use) (?:this question|the (?:documents|articles|context)|the provided)\\b.{0,60}\\b(?:but|just|only|instead)\\b`),
-  rule("output_forcing", 0.55, `\\banswer by your own knowledge and not by the (?:articles|documents)\\b|\\bignore (?:all )?(?:the )?(?:provided )?(?:context|documents|articles)\\b|\\buse also information in the prompt\\b`),
+  rule("output_forcing", 0.55, `\\bdisregarding the (?:articles|documents|context|provided)\\b|\\banswer by your own knowledge and not by the (?:articles|documents)\\b|\\bignore (?:all )?(?:the )?(?:provided )?(?:context|documents|articles)\\b|\\buse also information in the prompt\\b`),
+  rule("output_forcing", 0.6, `\\b(?:say|state|include|tell me|write|admit) that you (?:hate|love|despise)\\b|\\bhaha pwned\\b|\\bpwned\\b|\\bi love exploiting ai\\b|\\bich liebe es, ki-systeme auszunutzen\\b|\\b(?:or|oder) (?:you die|du stirbst)\\b`),
+  rule("output_forcing", 0.35, `^\\W*state that\\b|\\bmake something up\\b|\\b(?:untrue|false|fake) headline\\b|\\bunwahre überschrift\\b|\\bdespite what you'?ve been told\\b`),
   rule("output_forcing", 0.5, `\\binstead (?:output|print|say|write) (?:the )?(?:translation as )?["'«“]|\\b(?:reply|respond|answer) only with the word\\b|\\bconfirm by saying\\b|\\bsay (?:yes|that you hate)\\b|\\brepeat after me\\b`),
 ];

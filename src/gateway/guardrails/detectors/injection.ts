@@ -87,13 +87,29 @@ function unleet(text: string): string | undefined {
   return text.replace(/[a-z0-9@$!]+/g, (word) => (/[a-z]/.test(word) ? word.replace(/[013457@$!]/g, (c) => LEET[c] ?? c) : word));
 }
 
-/** "i g n o r e   y o u r" → "ignore your": runs of single letters joined, wide gaps kept. */
-function unspace(text: string): string | undefined {
-  if (!/(?:^|\s)(?:\S ){5,}\S(?:\s|$)/.test(text)) return undefined;
-  return text
-    .split(/ {2,}/)
-    .map((chunk) => (/^(?:\S )+\S$/.test(chunk) ? chunk.replace(/ /g, "") : chunk))
+/**
+ * "I g n o r e   y o u r" → "ignore your": runs of single letters joined, wide gaps kept. Works
+ * on the raw text, before normalization collapses the gaps.
+ */
+function unspace(raw: string): string | undefined {
+  if (!/(?:^|\s)(?:\S ){5,}\S(?:\s|$)/.test(raw)) return undefined;
+  const joined = raw
+    .split(/ {2,}|\t|\n/)
+    .map((chunk) => (/^(?:\S )+\S$/.test(chunk.trim()) ? chunk.trim().replace(/ /g, "") : chunk))
     .join(" ");
+  return normalizeForRules(joined);
+}
+
+/**
+ * Shouted commands inside ordinary text ("How will I be able DO NOT ANSWER THIS QUESTION BUT JUST
+ * OUTPUT ..."): four or more upper-case words in a row in a text that is otherwise mixed case.
+ */
+function shouted(raw: string): boolean {
+  const run = raw.match(/\b(?:[A-ZÄÖÜ]{2,}[!,.]? ){3,}[A-ZÄÖÜ]{2,}\b/);
+  if (!run) return false;
+  const letters = raw.replace(/[^A-Za-zÄÖÜäöüß]/g, "");
+  const upper = raw.replace(/[^A-ZÄÖÜ]/g, "");
+  return upper.length < letters.length * 0.7 && /\b(?:ANSWER|OUTPUT|SAY|PRINT|IGNORE|FORGET|ANTWORTE|SAG|DU BIST|DO NOT|JUST|VERGISS|IGNORIERE)\b/.test(run[0]);
 }
 
 /** Base64 runs of 24+ characters that decode to mostly printable text. */
@@ -119,7 +135,7 @@ function unreverse(text: string): string | undefined {
 export function ruleVariants(text: string): string[] {
   const base = normalizeForRules(text);
   const variants = [base];
-  for (const v of [unleet(base), unspace(base), unbase64(text), unreverse(base)]) {
+  for (const v of [unleet(base), unspace(text.toLowerCase()), unbase64(text), unreverse(base)]) {
     if (v !== undefined && v !== base) variants.push(v);
   }
   return variants;
@@ -131,6 +147,7 @@ export function ruleFamilies(
   rules: readonly InjectionRule[] = INJECTION_RULES,
 ): Partial<Record<RuleFamily, number>> {
   const families: Partial<Record<RuleFamily, number>> = {};
+  if (shouted(text)) families.output_forcing = 0.5;
   const variants = ruleVariants(text);
   for (const r of rules) {
     if ((families[r.family] ?? 0) >= r.weight) continue;
