@@ -204,6 +204,12 @@ export function queryValueToProtoJson(field: DescField, raw: string, name: strin
   }
   if (field.fieldKind === "enum") return enumToProto(field.enum, raw, name);
   if (field.fieldKind === "scalar") return queryScalar(field.scalar, raw, name);
+  if (field.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp") {
+    if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/.test(raw) || Number.isNaN(Date.parse(raw))) {
+      throw invalidArgument(`${name} must be an ISO-8601 date-time, such as 2024-03-22T11:31:01Z`);
+    }
+    return new Date(raw).toISOString();
+  }
   throw invalidArgument(`${name} cannot be given in the query`);
 }
 

@@ -164,55 +164,66 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const access = checkModelAccess(config, key, model);
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
 
-    const ticket = await deps.usage.admit({ key, model });
-    if (endpoint.guardrails) await deps.guardrails.checkInput({ key, body });
-
-    const route = resolveRoute(config, model, endpoint.endpoint);
-    if (!route.ok) throw route.error;
-    trace.provider = route.provider.name;
-    const upstream = deps.upstreams.for(route.provider);
-    if (!upstream.tryAcquire()) throw noUpstreamCapacity(route.provider.name);
+    const ticket = await deps.usage.admit({ key, config, endpoint: endpoint.endpoint, body });
+    // Settled once: with usage when something was generated; else (a refusal or an upstream error
+    // before any output) the reservation is released.
+    let settled = false;
+    const settle = (usage: TokenUsage | undefined) => {
+      if (settled) return;
+      settled = true;
+      ticket.settle(usage);
+    };
     try {
-      const abort = new AbortController();
-      res.once("close", () => abort.abort());
-      const upstreamBody = route.upstreamModel === model ? raw : Buffer.from(JSON.stringify({ ...body, model: route.upstreamModel }));
-      const response = await upstream.send({
-        endpoint: endpoint.endpoint,
-        body: upstreamBody,
-        clientHeaders: { get: (name) => headerValue(req, name) ?? null },
-        signal: abort.signal,
-      });
-      if (response.status >= 400) {
-        const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
-        throw providerErrorToGatewayError(response.status, message);
-      }
-      const firstByte = () => {
-        trace.ttfbMs ??= Math.round(performance.now() - started);
-      };
-      if (body.stream === true && contentType(response).includes("text/event-stream")) {
-        const meter = new StreamMeter(raw.length);
-        try {
-          await passStream(res, response, endpoint, meter, firstByte);
-        } finally {
-          // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
-          trace.usage = meter.usage;
-          trace.tokensEstimated = meter.estimated;
-          if (meter.sawEvent) ticket.settle(meter.usage);
-          else ticket.settle(undefined);
-          if (meter.estimated) trace.log.warn({ usage: meter.usage }, "stream ended before the provider reported usage: counting an estimate");
+      if (endpoint.guardrails) await deps.guardrails.checkInput({ key, body });
+
+      const route = resolveRoute(config, model, endpoint.endpoint);
+      if (!route.ok) throw route.error;
+      trace.provider = route.provider.name;
+      const upstream = deps.upstreams.for(route.provider);
+      if (!upstream.tryAcquire()) throw noUpstreamCapacity(route.provider.name);
+      try {
+        const abort = new AbortController();
+        res.once("close", () => abort.abort());
+        const upstreamBody = route.upstreamModel === model ? raw : Buffer.from(JSON.stringify({ ...body, model: route.upstreamModel }));
+        const response = await upstream.send({
+          endpoint: endpoint.endpoint,
+          body: upstreamBody,
+          clientHeaders: { get: (name) => headerValue(req, name) ?? null },
+          signal: abort.signal,
+        });
+        if (response.status >= 400) {
+          const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
+          throw providerErrorToGatewayError(response.status, message);
         }
-        return;
+        const firstByte = () => {
+          trace.ttfbMs ??= Math.round(performance.now() - started);
+        };
+        if (body.stream === true && contentType(response).includes("text/event-stream")) {
+          const meter = new StreamMeter(raw.length);
+          try {
+            await passStream(res, response, endpoint, meter, firstByte);
+          } finally {
+            // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
+            trace.usage = meter.usage;
+            trace.tokensEstimated = meter.estimated;
+            settle(meter.usage);
+            if (meter.estimated) trace.log.warn({ usage: meter.usage }, "stream ended before the provider reported usage: counting an estimate");
+          }
+          return;
+        }
+        const output = await collect(response.body);
+        // Generated, so counted, even if the output guardrail blocks it next.
+        trace.usage = usageOfBody(output);
+        settle(trace.usage);
+        if (endpoint.guardrails) await deps.guardrails.checkOutput({ key, body: output });
+        firstByte();
+        res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
+        res.end(output);
+      } finally {
+        upstream.release();
       }
-      const output = await collect(response.body);
-      // Generated, so counted, even if the output guardrail blocks it next.
-      trace.usage = usageOfBody(output);
-      ticket.settle(trace.usage);
-      if (endpoint.guardrails) await deps.guardrails.checkOutput({ key, body: output });
-      firstByte();
-      res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
-      res.end(output);
     } finally {
-      upstream.release();
+      settle(undefined);
     }
   }
 

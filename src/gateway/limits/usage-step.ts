@@ -1,17 +1,21 @@
-import type { GatewayKey } from "../config/types.ts";
+import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
+import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import type { TokenUsage } from "../usage/provider-usage.ts";
 
 /**
- * The usage-limit step of the pipeline: admits a request before any provider is called, and
- * settles its usage when it ends. It admits everything until usage limits are built.
+ * The usage-limit step of the pipeline: admits a request before any provider is called (or
+ * refuses it with the spec's 429), and settles its usage when it ends.
  */
 export interface UsageStep {
-  admit(request: { key: GatewayKey; model: string }): Promise<UsageTicket>;
+  admit(request: { key: GatewayKey; config: WorkspaceConfig | undefined; endpoint: UpstreamEndpoint; body: Record<string, unknown> }): Promise<UsageTicket>;
 }
 
 export interface UsageTicket {
-  settle(usage: { inputTokens: number; outputTokens: number } | undefined): void;
+  /** With the provider's usage, or undefined when nothing was generated (the reservation is released). */
+  settle(usage: TokenUsage | undefined): void;
 }
 
+/** For a gateway with no usage limits configured anywhere: admits everything. */
 export const unlimitedUsage: UsageStep = {
   admit: () => Promise.resolve({ settle: () => undefined }),
 };
