@@ -16,6 +16,7 @@ export type RuleFamily =
   | "role_assignment"
   | "prompt_exfiltration"
   | "persona_jailbreak"
+  | "jailbreak_template"
   | "delimiter_spoof"
   | "authority_claim"
   | "indirect_instruction"
@@ -28,12 +29,35 @@ export interface InjectionRule {
   pattern: RegExp;
 }
 
+/**
+ * Families whose weight is reduced when the text talks ABOUT an attack rather than making one: the
+ * match sits inside quotes of a translation or explanation request, or the text asks what a
+ * jailbreak is or how to defend against one. Exfiltration, delimiters and tool abuse keep their
+ * weight: "what are your instructions?" is a request, not a mention.
+ */
+export const MENTION_DISCOUNTED: ReadonlySet<RuleFamily> = new Set<RuleFamily>([
+  "instruction_override",
+  "persona_jailbreak",
+  "jailbreak_template",
+  "role_assignment",
+  "task_switch",
+  "output_forcing",
+]);
+
+/** Multiplier for a discounted family's weight in a mention. */
+export const MENTION_FACTOR = 0.4;
+
+/** Texts that discuss, translate or defend against an attack. */
+export const MENTION_FRAME =
+  /^\W*(?:what (?:is|are|does|do)|explain|describe|define|how (?:do|can|should|would|does) (?:i|we|you|one|they|it|a model|an? \w+) (?:protect|defend|detect|prevent|stop|block|mitigate|test|handle|recogni[sz]e|spot|say)|how do you say|is it (?:safe|possible|legal)|translate|wie sagt man|was (?:ist|sind|bedeutet)|erkläre|übersetze|qué (?:es|son|significa)|cómo se dice|traduce|qu'est-ce que|comment dit-on|traduis|explique)\b|\b(?:prompt injection|jailbreak) (?:attacks?|attempts?|prompts?|detection|defen[cs]es?|examples?)\b.{0,80}\?/;
+
 export const RULE_FAMILIES: readonly RuleFamily[] = [
   "instruction_override",
   "task_switch",
   "role_assignment",
   "prompt_exfiltration",
   "persona_jailbreak",
+  "jailbreak_template",
   "delimiter_spoof",
   "authority_claim",
   "indirect_instruction",
@@ -62,7 +86,7 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("instruction_override", 0.85, `\\b(?:ignore|disregard|forget|skip|drop|override|bypass|abandon|discard|neglect)s?\\b(?: about)?(?: \\S+){0,2} ${EN_PRIOR_STRICT}(?: \\S+){0,2} ${EN_OBJ_WEAK}\\b`),
   rule("instruction_override", 0.85, `\\b(?:forget|ignore|disregard) (?:about )?(?:everything|anything)(?: (?:that |which |we |you |i )?(?:was |were |has been |have been |you were |i )?(?:said|told|discussed|written|mentioned|given|know|learned))?(?: (?:before|above|previously|earlier|so far|until now|up to now|beforehand|before that))?(?:[,.:;!-]| (?:and|then|now|just|write|say|print|tell|output)\\b)`),
   rule("instruction_override", 0.8, `\\b(?:forget|ignore|disregard) (?:about )?(?:everything|anything|all) (?:before|above|previously|earlier|so far|until now|beforehand|you (?:know|were told|have been told))\\b`),
-  rule("instruction_override", 0.8, `\\b(?:ignore|disregard) (?:the |all )?(?:above|previous|preceding|prior)\\b`),
+  rule("instruction_override", 0.8, `\\b(?:ignore|disregard) (?:the |all (?:the )?)?(?:above|preceding|foregoing)(?:[,.!:;-]| and\\b|$)|\\b(?:ignore|disregard) (?:all|everything) (?:previous|prior|preceding)\\b`),
   rule("instruction_override", 0.75, `\\b(?:do not|don'?t|never) (?:follow|obey|listen to|comply with) (?:your|the|any|those)(?: \\w+){0,2} (?:${EN_OBJ_STRONG}|${EN_OBJ_WEAK})`),
   rule("instruction_override", 0.8, `\\b(?:your|the) (?:new |real |actual |only )?instructions (?:are|is) now\\b|\\bchange your instructions\\b|\\bnew (?:rules|instructions) (?:apply|follow|are)\\b`),
   rule("instruction_override", 0.6, `\\b(?:now|next) (?:focus|concentrate) on (?:your|the|a|this) new (?:task|assignment|instructions?)\\b|\\bnew tasks? follows?\\b|\\bnow (?:new|further) (?:tasks|instructions) (?:follow|are followed)\\b|\\bstart (?:over|from the front) with a new task\\b|\\bleave all (?:the )?previous information\\b|\\bremove all previous tasks\\b`),
@@ -77,7 +101,7 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("instruction_override", 0.75, `\\b(?:übersetze|übersetzen sie) (?:diesen satz|diesen text|das) nicht\\b.{0,20}\\b(?:führe|führen)\\b|\\b(?:don'?t|do not) translate (?:this|it)\\b.{0,30}\\b(?:execute|run|carry out|follow)\\b`),
 
   // System-prompt exfiltration -----------------------------------------------------------------------
-  rule("prompt_exfiltration", 0.85, `\\b(?:show|print|reveal|output|display|repeat|tell|give|list|dump|leak|share|write out|spell out|recite|expose)(?: me| us)?(?: all| the whole| the full| the entire| exactly)? (?:of )?(?:your|the)(?: full| entire| whole| complete| initial| original| hidden| secret| internal| exact| first)* (?:system prompt|system message|prompt texts?|prompts|instructions|hidden rules|initial prompt|internal instructions|rules you were given|guidelines you were given)\\b`),
+  rule("prompt_exfiltration", 0.85, `\\b(?:show|print|reveal|output|display|repeat|tell|give|list|dump|leak|share|write out|spell out|recite|expose)(?: me| us)?(?: all| the whole| the full| the entire| exactly)? (?:of )?(?:your(?: full| entire| whole| complete| initial| original| hidden| secret| internal| exact| first)*|the(?: full| entire| whole| complete| initial| original| hidden| secret| internal| exact| first)* (?=system|prompt|hidden|initial|internal))(?: system prompt| system message| prompt texts?| prompts| instructions| hidden rules| initial prompt| internal instructions| rules| guidelines)\\b(?! (?:for|on|of|to|about) )`),
   rule("prompt_exfiltration", 0.8, `\\b(?:what|which) (?:are|were|is|was) (?:your|the) (?:(?:initial|original|hidden|secret|system|internal|exact) )*(?:instructions|system prompt|prompt|rules)\\b(?! (?:for|of|on) )`),
   rule("prompt_exfiltration", 0.8, `\\bwhat (?:was|is) written (?:at the beginning|above|before)\\b|\\b(?:sentences?|words|text) (?:before|above) (?:the text|this)\\b.{0,10}|\\bshow (?:me )?the following texts\\b|\\brepeat (?:the|all the) (?:words|text) above\\b|\\bcopy of the (?:full )?prompt\\b`),
   rule("prompt_exfiltration", 0.8, `\\b(?:system ?prompt|systemprompt|prompt système|prompt del sistema|instrucciones del sistema)\\b.{0,40}\\b(?:verbatim|word for word|wörtlich|mot pour mot|palabra por palabra|en entier|vollständig|completo)\\b|\\b(?:verbatim|word for word)\\b.{0,40}\\bsystem prompt\\b`),
@@ -87,7 +111,8 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
 
   // Persona jailbreaks ---------------------------------------------------------------------------------
   rule("persona_jailbreak", 0.9, `\\b(?:dan|stan|dude|aim|bish|omega|maximum|persongpt|freegpt|betterdan|antigpt|devmode)\\b.{0,80}\\b(?:do anything now|no restrictions|without restrictions|broken free|no filters|never refuses?|unfiltered|uncensored|any request|stay in character|not bound|free of all)\\b`),
-  rule("persona_jailbreak", 0.9, `\\bdo anything now\\b|\\bjailbr(?:eak|oken)\\b(?! detection| attempts? (?:in|against))|\\bdan mode\\b|\\bdeveloper mode (?:enabled|activated|output|response)|\\bwith developer mode enabled\\b`),
+  rule("persona_jailbreak", 0.3, `\\bjailbreak\\b`),
+  rule("persona_jailbreak", 0.9, `\\bdo anything now\\b|\\b(?:you are|you're|now|been) jailbroken\\b|\\bjailbreak mode\\b|\\bdan mode\\b|\\bdeveloper mode (?:enabled|activated|output|response)|\\bwith developer mode enabled\\b`),
   rule("persona_jailbreak", 0.85, `\\b(?:you are|you're|you will be|act as|pretend (?:to be|you are)|roleplay as|role-play as|immerse yourself into the role of|play the role of)\\b.{0,120}\\b(?:no|without any|without|free of all|free from all|not bound by any|not limited by|not confined by) (?:\\w+ )?(?:restrictions|filters|limits|limitations|rules|guidelines|policies|censorship|ethics|morals|boundaries|confines)\\b`),
   rule("persona_jailbreak", 0.8, `\\b(?:(?:has |have )?broken free|free of all restrictions|never refuses?|never says? no|stay in character no matter|does not give a|immoral|unethical and|completely amoral|unfiltered(?: and uncensored)?|uncensored (?:ai|outputs?|responses?|version)|without (?:any )?(?:moral|ethical) (?:guidelines|restrictions|principles))\\b`),
   rule("persona_jailbreak", 0.7, `\\b(?:ignore|bypass|disable|turn off|remove|lift)s?(?: all| any| the| your)? (?:content (?:policy|policies|filters?)|safety (?:rules|filters?|guidelines|protocols)|ethical guidelines|openai(?:'s)? (?:policies|rules|content policy))\\b`),
@@ -95,6 +120,12 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("persona_jailbreak", 0.85, `\\bentwicklermodus\\b.{0,60}\\b(?:keine|ohne|aktiviert|filter|richtlinien)\\b|\\b(?:ki|ai|modell|assistent)[- ]?(?:modell )?ohne (?:einschränkungen|filter|grenzen|regeln)\\b|\\bohne (?:einschränkungen|filter|zensur)\\b.{0,40}\\b(?:antworte|beantworte)|\\bkeine (?:inhaltsrichtlinien|einschränkungen|filter) mehr\\b|\\bstell dir vor, du bist eine böse ki\\b`),
   rule("persona_jailbreak", 0.85, `\\bmodo (?:desarrollador|developer|dan)\\b.{0,60}\\b(?:activado|no existen|sin|directrices)\\b|\\b(?:sin|eliminado todas las) (?:restricciones|filtros|censura|límites)\\b|\\bfinge que eres una ia\\b`),
   rule("persona_jailbreak", 0.85, `\\bmode (?:développeur|developpeur|dan)\\b.{0,60}\\b(?:plus de|sans|activé|active|politique)\\b|\\b(?:sans|plus de) (?:filtre|filtres|restrictions?|censure|politique de contenu)\\b.{0,40}\\b(?:réponds|répondez)|\\b(?:réponds|répondez) à (?:tout|toutes les questions) sans filtre\\b`),
+
+  // Jailbreak template idioms (DAN-style templates that a request is wrapped in) ----------------------
+  rule("jailbreak_template", 0.7, `\\bregardless of (?:legality|ethics|morality|the law|laws|whether it'?s (?:legal|ethical|harmful))\\b|\\bwithout (?:regarding|regard to|caring|considering|concerns? for) (?:whether it'?s )?(?:illegal|harmful|legal|ethic|moral)|\\bdisregards? all (?:ethical|moral|legal)\\b|\\b(?:no|without any) (?:remorse|ethics|morals|moral compass|ethical (?:concerns|boundaries))\\b|\\bdoes(?: not|n'?t) follow any rules\\b|\\bdoes(?: not|n'?t) care (?:for|about) (?:people'?s feelings|ethics|laws|rules|legality)\\b|\\bunhinged response\\b|\\bcan say anything\\b|\\b(?:answer|respond to) (?:any|every) (?:question|request|prompt) (?:without|regardless)\\b|\\bmust obey all orders\\b`),
+  rule("jailbreak_template", 0.6, `\\b(?:answer|respond to) (?:every|each|all) (?:question|prompt)s?(?: posed)? in two (?:separate )?(?:ways|styles)\\b|\\b(?:generate|give|provide) two (?:separate )?(?:responses|answers)\\b|\\bopposite mode\\b|\\bunaligned:|\\bsimulate (?:an ai|a conversation between two (?:fictional )?ai)|\\bhypothetical response\\b.{0,200}\\bperspective of (?:that|the) character\\b|\\bdefault (?:ai|chatgpt) response\\b`),
+  rule("jailbreak_template", 0.4, `\\b(?!chatgpt\\b)[a-z]{2,}gpt\\b|\\bfrom (?:now on|this point on),? (?:you (?:will|are going to|should|must) )?(?:play the role|act as|act like|pretend|roleplay|respond as|answer as)|\\blet'?s (?:do a |have a )?role-?play\\b.{0,40}\\byou (?:are|will)\\b|\\byou will respond to all (?:of )?my (?:questions|prompts) as\\b|\\b(?:openai|anthropic)(?:'s)? (?:policies|content polic(?:y|ies)|guidelines|rules)\\b`),
+  rule("jailbreak_template", 0.3, `\\bfrom now on,? you (?:will|are going to|should|must)\\b|\\bstay in character\\b|\\bimmersion\\b|\\bdr\\. al\\b|\\bauto_regressive_modelling\\b`),
 
   // Fake role delimiters -----------------------------------------------------------------------------
   rule("delimiter_spoof", 0.9, `<\\|(?:im_start|im_end|system|endoftext|user|assistant|eot_id|start_header_id)\\|>|\\[/?inst\\]|<<\\/?sys>>|<\\/?(?:system|sys|user|nutzer|usuario|utilisateur|assistant)>`),
@@ -125,7 +156,7 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("task_switch", 0.4, `\\b(?:new|great new|another|weitere|neue|tolle neue) (?:task|challenge|assignment|aufgabe|herausforderung)\\b.{0,40}\\b(?:for you|für dich|follows?|folgt|folgen)\\b|\\bhello gpt\\b|\\bhallo gpt\\b`),
 
   // Role assignment (weak alone: ordinary requests say "act as a tutor") --------------------------------
-  rule("role_assignment", 0.4, `\\bi want you to act as\\b|\\bich möchte, dass (?:sie|du) als\\b.{0,60}\\b(?:fungieren|agierst|fungierst)\\b|\\bquiero que actúes como\\b|\\bje veux que tu agisses comme\\b`),
+  rule("role_assignment", 0.4, `\\bi want you to act as\\b|\\bich möchte, dass (?:sie|du) als\\b.{0,120}\\b(?:fungieren|agierst|fungierst)\\b|\\bquiero que actúes como\\b|\\bje veux que tu agisses comme\\b`),
   rule("role_assignment", 0.6, `\\b(?:act as|act like|pretend to be|you are now|als) an? (?:\\w+ )?(?:linux |unix |bash |python |sql |javascript |windows )?(?:terminal|interpreter|console|shell)\\b`),
   rule("role_assignment", 0.4, `(?:^|[.!?] )(?:now|okay\\.? now|ok\\.? now|from now on|jetzt|nun|ab jetzt|ab sofort) (?:you are|you're|bist du|du bist)\\b|\\b(?:jetzt|nun) bist du\\b|\\byou are completely absorbed in your role\\b|\\bdu gehst vollkommen in deiner rolle auf\\b`),
   rule("role_assignment", 0.6, `\\b(?:always |never )?(?:stay|remain|bleiben|bleibt) (?:fully |immer |always )?in (?:their|his|her|your|character|ihren|seiner|ihrer) ?(?:roles?|rollen|rolle|character)?\\b.{0,60}\\b(?:without|even|ohne|never|nicht)\\b|\\b(?:do not|don'?t|never) break character\\b|\\bohne (?:auch nur )?(?:einmal |eine sekunde )?aus der (?:rolle|figur) zu fallen\\b|\\bwithout (?:even )?falling out of (?:the )?(?:figure|character|role)\\b`),

@@ -1,6 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
-import { INJECTION_RULES, RULE_FAMILIES, type InjectionRule, type RuleFamily } from "./injection-rules.ts";
+import {
+  INJECTION_RULES,
+  MENTION_DISCOUNTED,
+  MENTION_FACTOR,
+  MENTION_FRAME,
+  RULE_FAMILIES,
+  type InjectionRule,
+  type RuleFamily,
+} from "./injection-rules.ts";
 import { dequantize, featurize, sigmoid, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
 
 /**
@@ -8,8 +16,9 @@ import { dequantize, featurize, sigmoid, type FeatureConfig, type QuantizedWeigh
  * small logistic-regression classifier over hashed word and character n-grams, trained in this
  * repository by scripts/train-injection.ts into injection-weights.json.
  *
- * The two combine as independent evidence: score = 1 − (1 − rules) · (1 − classifier). A text
- * scoring at least the threshold (default 0.5) is an injection attempt.
+ * The two combine as independent evidence, score = 1 − (1 − rules) · (1 − classifier), except that
+ * the classifier alone is capped below the threshold (see {@link combineScores}). A text scoring at
+ * least the threshold (default 0.5) is an injection attempt.
  */
 
 export const INJECTION_WEIGHTS_URL = new URL("./injection-weights.json", import.meta.url);
@@ -141,6 +150,23 @@ export function ruleVariants(text: string): string[] {
   return variants;
 }
 
+/** Spans inside quotes: '…', "…", «…», “…” (after normalization “” became "). */
+function quotedSpans(text: string): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const m of text.matchAll(/(?<![a-z])'[^'\n]{3,}?'(?![a-z])|"[^"\n]{3,}?"|«[^»\n]{3,}?»/g)) {
+    spans.push([m.index, m.index + m[0].length]);
+  }
+  return spans;
+}
+
+function isMention(match: RegExpExecArray, quotes: [number, number][], framed: boolean): boolean {
+  if (!framed) return false;
+  const start = match.index;
+  const end = start + match[0].length;
+  // A framed text with the match in quotes, or a framed question with no quotes at all.
+  return quotes.length === 0 || quotes.some(([a, b]) => start >= a && end <= b);
+}
+
 /** Per-family weights of the rules that match any variant of the text. */
 export function ruleFamilies(
   text: string,
@@ -148,10 +174,23 @@ export function ruleFamilies(
 ): Partial<Record<RuleFamily, number>> {
   const families: Partial<Record<RuleFamily, number>> = {};
   if (shouted(text)) families.output_forcing = 0.5;
-  const variants = ruleVariants(text);
+  // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
+  const variants = ruleVariants(text).map((v) => ({ text: v, quotes: undefined as [number, number][] | undefined, framed: undefined as boolean | undefined }));
   for (const r of rules) {
     if ((families[r.family] ?? 0) >= r.weight) continue;
-    if (variants.some((v) => r.pattern.test(v))) families[r.family] = r.weight;
+    for (const v of variants) {
+      const m = r.pattern.exec(v.text);
+      if (!m) continue;
+      let mention = false;
+      if (MENTION_DISCOUNTED.has(r.family)) {
+        v.framed ??= MENTION_FRAME.test(v.text);
+        v.quotes ??= v.framed ? quotedSpans(v.text) : [];
+        mention = isMention(m, v.quotes, v.framed);
+      }
+      const weight = mention ? r.weight * MENTION_FACTOR : r.weight;
+      if (weight > (families[r.family] ?? 0)) families[r.family] = weight;
+      if (weight === r.weight) break;
+    }
   }
   return families;
 }
@@ -165,6 +204,22 @@ export function combineFamilies(families: Partial<Record<RuleFamily, number>>): 
 
 // --- Detector ---------------------------------------------------------------------------------------
 
+/** Below this rule evidence the classifier speaks alone, and is capped. */
+export const CLASSIFIER_ALONE_BELOW = 0.1;
+/** The most the classifier can score when no rule gives evidence: below the 0.5 threshold. */
+export const CLASSIFIER_ALONE_CAP = 0.45;
+
+/**
+ * 1 − (1 − rules)(1 − classifier), where the classifier alone (rule evidence under 0.1) is capped
+ * at 0.45: it strengthens rule evidence, but never blocks a text on its own. An n-gram model has
+ * learned that "forget everything" is an attack, and cannot tell "my boss told me to forget
+ * everything I learned" apart.
+ */
+export function combineScores(rules: number, classifier: number): number {
+  const c = rules < CLASSIFIER_ALONE_BELOW ? Math.min(classifier, CLASSIFIER_ALONE_CAP) : classifier;
+  return 1 - (1 - rules) * (1 - c);
+}
+
 export function createInjectionDetector(file: InjectionWeightsFile): InjectionDetector {
   const weights = dequantize(file.weights, file.features.dims);
   const classify = (text: string): number => {
@@ -176,7 +231,7 @@ export function createInjectionDetector(file: InjectionWeightsFile): InjectionDe
     const families = ruleFamilies(text);
     const rules = combineFamilies(families);
     const classifier = classify(text);
-    const score = 1 - (1 - rules) * (1 - classifier);
+    const score = combineScores(rules, classifier);
     return { score: round4(score), classifier: round4(classifier), rules: round4(rules), families };
   };
   return {

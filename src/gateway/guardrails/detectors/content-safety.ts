@@ -1,0 +1,226 @@
+import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+
+/**
+ * Content safety: a score in [0, 1] per category from weighted lexicons (content-lexicon.json).
+ *
+ * - Terms (one or more words; a trailing `*` matches any word ending) are found with a word trie.
+ *   Each distinct term adds its weight once; repeats add a fifth of it.
+ * - Patterns (regular expressions) catch phrasing that single words cannot: directed insults
+ *   ("you are a …"), threats ("I'm going to … you"), dehumanizing statements about a group.
+ * - Idioms ("kill the process", "shoot a photo", "suicide prevention") are blanked out before
+ *   anything is matched, and a negator shortly before a term ("I would never kill") divides its
+ *   weight by four.
+ * - score = 1 − exp(−Σ weights): one strong term gives about 0.7, two give about 0.9.
+ *
+ * Offensive is not hate: slang and swearing score under profanity (and harassment when aimed at
+ * someone), and only slurs and statements against groups score under hate.
+ */
+
+export type ContentCategory = "hate" | "harassment" | "violence" | "sexual" | "self_harm" | "profanity";
+
+export const CONTENT_CATEGORIES: readonly ContentCategory[] = [
+  "hate",
+  "harassment",
+  "violence",
+  "sexual",
+  "self_harm",
+  "profanity",
+];
+
+/**
+ * Default block thresholds, calibrated by scripts/calibrate-content.ts: on the OpenAI moderation
+ * development rows (S → sexual, H → hate, V → violence, HR → harassment, SH → self_harm), the
+ * lowest threshold from 0.5 up whose precision is at least 0.92; profanity set by hand (see the
+ * script). Violence and self-harm reach that precision only at 0.95, where they catch little: the
+ * OpenAI labels there turn on intent that words alone do not show.
+ */
+export const defaultThresholds: Record<ContentCategory, number> = {
+  hate: 0.5,
+  harassment: 0.65,
+  violence: 0.95,
+  sexual: 0.95,
+  self_harm: 0.95,
+  profanity: 0.55,
+};
+
+export const CONTENT_LEXICON_URL = new URL("./content-lexicon.json", import.meta.url);
+
+/** The lexicon file: terms and patterns with weights per category, idioms and negators. */
+export interface ContentLexiconFile {
+  format: "warden-content-lexicon/1";
+  categories: Partial<Record<ContentCategory, { terms: Record<string, number>; patterns: [string, number][] }>>;
+  idioms: string[];
+  negators: string[];
+}
+
+export interface ContentDetector {
+  readonly thresholds: Record<ContentCategory, number>;
+  score(text: string): Record<ContentCategory, number>;
+  /** Categories whose score reaches the threshold, highest score first. */
+  flagged(text: string, thresholds?: Partial<Record<ContentCategory, number>>): { category: ContentCategory; score: number }[];
+}
+
+interface TrieNode {
+  next: Map<string, TrieNode>;
+  /** Word prefixes that end a term here (`masturbat*`), with their terms. */
+  prefixes: { prefix: string; term: Term }[];
+  term?: Term;
+}
+
+interface Term {
+  id: number;
+  category: ContentCategory;
+  weight: number;
+}
+
+function newNode(): TrieNode {
+  return { next: new Map(), prefixes: [] };
+}
+
+const TOKEN = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
+
+/** NFKC, lower case, straight apostrophes, a few HTML entities, single spaces. */
+export function normalizeForContent(text: string): string {
+  return text
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(/&amp;/g, "&")
+    .replace(/&#8220;|&#8221;|&quot;/g, '"')
+    .replace(/&#8217;|&#39;/g, "'")
+    .replace(/[\u2018\u2019\u02bc]/g, "'")
+    .replace(/\s+/g, " ");
+}
+
+function tokens(text: string): string[] {
+  return text.match(TOKEN) ?? [];
+}
+
+function isCategory(name: string): name is ContentCategory {
+  return (CONTENT_CATEGORIES as readonly string[]).includes(name);
+}
+
+/** Parses and checks a lexicon file; throws with the reason when it is not one. */
+export function parseContentLexicon(json: string): ContentLexiconFile {
+  const raw: unknown = JSON.parse(json);
+  if (typeof raw !== "object" || raw === null) throw new Error("content lexicon: not an object");
+  const file = raw as Partial<ContentLexiconFile>;
+  if (file.format !== "warden-content-lexicon/1") throw new Error(`content lexicon: unknown format ${String(file.format)}`);
+  if (typeof file.categories !== "object" || file.categories === null) throw new Error("content lexicon: no categories");
+  for (const name of Object.keys(file.categories)) {
+    if (!isCategory(name)) throw new Error(`content lexicon: unknown category ${name}`);
+  }
+  if (!Array.isArray(file.idioms) || !Array.isArray(file.negators)) throw new Error("content lexicon: idioms and negators must be lists");
+  return file as ContentLexiconFile;
+}
+
+export function createContentDetector(
+  file: ContentLexiconFile,
+  thresholds: Record<ContentCategory, number> = defaultThresholds,
+): ContentDetector {
+  // Build the word trie.
+  const root = newNode();
+  let nextId = 0;
+  for (const category of CONTENT_CATEGORIES) {
+    const entry = file.categories[category];
+    if (!entry) continue;
+    for (const [phrase, weight] of Object.entries(entry.terms)) {
+      const words = phrase.split(" ");
+      const term: Term = { id: nextId++, category, weight };
+      let node = root;
+      for (let i = 0; i < words.length; i++) {
+        const word = words[i] ?? "";
+        const last = i === words.length - 1;
+        if (last && word.endsWith("*")) {
+          node.prefixes.push({ prefix: word.slice(0, -1), term });
+          break;
+        }
+        let child = node.next.get(word);
+        if (!child) {
+          child = newNode();
+          node.next.set(word, child);
+        }
+        node = child;
+        if (last) node.term = term;
+      }
+    }
+  }
+  const patterns = CONTENT_CATEGORIES.flatMap((category) =>
+    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, pattern: new RegExp(source, "u") })),
+  );
+  const idioms = file.idioms.map((source) => new RegExp(source, "gu"));
+  const negators = new Set(file.negators);
+
+  const score = (text: string): Record<ContentCategory, number> => {
+    let norm = normalizeForContent(text);
+    for (const idiom of idioms) norm = norm.replace(idiom, (m) => " ".repeat(m.length));
+    const words = tokens(norm);
+    const sums: Record<ContentCategory, number> = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
+    const seen = new Set<number>();
+    const credit = (term: Term, start: number): void => {
+      let w = term.weight;
+      for (let k = Math.max(0, start - 3); k < start; k++) {
+        if (negators.has(words[k] ?? "")) w /= 4;
+      }
+      if (seen.has(term.id)) w /= 5;
+      seen.add(term.id);
+      sums[term.category] += w;
+    };
+    for (let i = 0; i < words.length; i++) {
+      let node: TrieNode | undefined = root;
+      for (let j = i; j < words.length && node; j++) {
+        const word = words[j] ?? "";
+        for (const p of node.prefixes) if (word.startsWith(p.prefix)) credit(p.term, i);
+        node = node.next.get(word);
+        if (node?.term) credit(node.term, i);
+      }
+    }
+    for (const p of patterns) {
+      if (p.pattern.test(norm)) sums[p.category] += p.weight;
+    }
+    const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
+    for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-sums[c])) * 10000) / 10000;
+    return out;
+  };
+
+  return {
+    thresholds,
+    score,
+    flagged(text, overrides = {}) {
+      const scores = score(text);
+      return CONTENT_CATEGORIES.flatMap((category) => {
+        const limit = overrides[category] ?? thresholds[category];
+        return scores[category] >= limit ? [{ category, score: scores[category] }] : [];
+      }).sort((a, b) => b.score - a.score);
+    },
+  };
+}
+
+/** Reads the bundled lexicon file. */
+export function readBundledContentLexicon(): Promise<string> {
+  return readFile(CONTENT_LEXICON_URL, "utf8");
+}
+
+/**
+ * Builds the content-safety detector from a lexicon source (default: the bundled file): reads and
+ * parses the JSON, builds the word trie and compiles patterns and idioms.
+ */
+export async function loadContentSafety(
+  source: () => Promise<string> = readBundledContentLexicon,
+  thresholds: Record<ContentCategory, number> = defaultThresholds,
+): Promise<ContentDetector> {
+  const detector = createContentDetector(parseContentLexicon(await source()), thresholds);
+  detector.score("warm-up text");
+  return detector;
+}
+
+let defaultDetector: ContentDetector | undefined;
+
+/**
+ * Scores per category for `text` with the bundled lexicon, read on first use. The gateway uses a
+ * detector from {@link loadContentSafety} through the loader instead.
+ */
+export function scoreContent(text: string): Record<ContentCategory, number> {
+  defaultDetector ??= createContentDetector(parseContentLexicon(readFileSync(CONTENT_LEXICON_URL, "utf8")));
+  return defaultDetector.score(text);
+}
