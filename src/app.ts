@@ -7,6 +7,7 @@ import { commitEntities } from "./commits/entities.ts";
 import { gatewayEntities } from "./gateway/config/entities.ts";
 import { loadMasterKey, SecretBox } from "./gateway/config/secrets.ts";
 import { startGateway, type Gateway } from "./gateway/gateway.ts";
+import type { DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
 import { pipelineEntities } from "./pipelines/entities.ts";
@@ -60,6 +61,8 @@ const entities = [
 export interface AppHooks {
   /** Called as soon as a first start has made the admin key, before anything else can fail. */
   onAdminKeyGenerated?(key: string, file: string): void;
+  /** Where guardrail detectors read their data: the bundled files unless given. */
+  detectorSources?: DetectorSources;
 }
 
 /** The composition root: builds everything from config, and starts serving. */
@@ -97,6 +100,7 @@ export async function startApp(
         defaultMaxInFlight: config.gatewayMaxInFlight,
         keyLookupTimeoutMs: config.gatewayKeyLookupTimeoutMs,
         requestLogRetentionDays: config.requestLogRetentionDays,
+        detectorSources: hooks.detectorSources,
       })
     : undefined;
   const api = roles.api ? await startApi(config, logger, orm, databaseUrl, secrets) : undefined;

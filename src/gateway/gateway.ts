@@ -7,7 +7,8 @@ import { loadSnapshot } from "./config/snapshot.ts";
 import { ConfigWatcher } from "./config/watcher.ts";
 import { createGatewayHandler } from "./dataplane/pipeline.ts";
 import { UpstreamRegistry } from "./dataplane/upstreams.ts";
-import { noGuardrails } from "./guardrails/guardrail-step.ts";
+import { DetectorLoader, type DetectorSources } from "./guardrails/detectors/loader.ts";
+import { createGuardrailStep } from "./guardrails/guardrails.ts";
 import { unlimitedUsage } from "./limits/usage-step.ts";
 import { RequestLog } from "./usage/request-log.ts";
 
@@ -22,12 +23,15 @@ export interface GatewayOptions {
   defaultMaxInFlight: number;
   keyLookupTimeoutMs: number;
   requestLogRetentionDays: number;
+  /** Where the guardrail detectors read their data; the bundled files unless a test holds them. */
+  detectorSources?: DetectorSources;
 }
 
 export interface Gateway {
   port: number;
   watcher: ConfigWatcher;
   requestLog: RequestLog;
+  detectors: DetectorLoader;
   stop(): Promise<void>;
 }
 
@@ -40,19 +44,35 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     keyLookupTimeoutMs: options.keyLookupTimeoutMs,
   });
+  // Loads in the background: the gateway serves at once, and a request that needs a detector
+  // still loading gets the spec's 503 "still loading".
+  const detectors = new DetectorLoader(options.detectorSources);
+  detectors.ready.then(
+    () => logger.info("guardrail detectors loaded"),
+    (err: unknown) => logger.error({ err }, "guardrail detectors failed to load"),
+  );
   const upstreams = new UpstreamRegistry();
   const requestLog = new RequestLog({ databaseUrl: options.databaseUrl, logger, retentionDays: options.requestLogRetentionDays });
-  const server = http.createServer(
-    createGatewayHandler({
-      watcher,
-      upstreams,
-      usage: unlimitedUsage,
-      guardrails: noGuardrails,
-      requestLog,
-      logger,
-      maxBodyBytes: options.maxBodyBytes,
-    }),
-  );
+  const handle = createGatewayHandler({
+    watcher,
+    upstreams,
+    usage: unlimitedUsage,
+    guardrails: createGuardrailStep({ loader: detectors, logger }),
+    requestLog,
+    logger,
+    maxBodyBytes: options.maxBodyBytes,
+  });
+  const server = http.createServer((req, res) => {
+    if (req.method === "GET" && (req.url === "/readyz" || req.url === "/healthz")) {
+      // Ready once every detector has loaded; alive as long as it answers.
+      const ready = req.url === "/healthz" || detectors.state === "ready";
+      const body = JSON.stringify({ status: ready ? "ready" : detectors.state });
+      res.writeHead(ready ? 200 : 503, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    handle(req, res);
+  });
   // Longer than the usual 60 s idle timeout of load balancers, so that they close first.
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -65,6 +85,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     port,
     watcher,
     requestLog,
+    detectors,
     async stop() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { startApp, type App } from "../../src/app.ts";
+import { startApp, type App, type AppHooks } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/platform/config.ts";
 import { createLogger } from "../../src/platform/logger.ts";
 import { generateManagementKey } from "../../src/workspaces/keys.ts";
@@ -22,7 +22,9 @@ export interface TestApp {
  * Warden on a port of its own, over a fresh database. With `database`, it joins an existing one
  * (a second process, or a restart).
  */
-export async function startTestApp(options: { database?: TestDatabase; adminKey?: string; env?: Record<string, string> } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { database?: TestDatabase; adminKey?: string; env?: Record<string, string>; hooks?: AppHooks } = {},
+): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "warden-test-"));
   const adminKey = options.adminKey ?? generateManagementKey();
@@ -36,7 +38,7 @@ export async function startTestApp(options: { database?: TestDatabase; adminKey?
     WARDEN_LOG_LEVEL: "silent",
     ...options.env,
   });
-  const app = await startApp(config, createLogger(config.logLevel));
+  const app = await startApp(config, createLogger(config.logLevel), options.hooks);
   return {
     app,
     baseUrl: `http://127.0.0.1:${app.apiPort}`,

@@ -174,7 +174,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
       ticket.settle(usage);
     };
     try {
-      if (endpoint.guardrails) await deps.guardrails.checkInput({ key, body });
+      const guardrailRequest = { key, config, endpoint: endpoint.endpoint };
+      if (endpoint.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
 
       const route = resolveRoute(config, model, endpoint.endpoint);
       if (!route.ok) throw route.error;
@@ -215,7 +216,10 @@ export function createGatewayHandler(deps: PipelineDeps) {
         // Generated, so counted, even if the output guardrail blocks it next.
         trace.usage = usageOfBody(output);
         settle(trace.usage);
-        if (endpoint.guardrails) await deps.guardrails.checkOutput({ key, body: output });
+        if (endpoint.guardrails) {
+          const verdict = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output });
+          if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
+        }
         firstByte();
         res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
         res.end(output);
@@ -282,6 +286,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
   function fail(res: ServerResponse, trace: Trace, style: EndpointStyle, err: unknown): void {
     const error = asGatewayError(err);
     trace.errorType = errorTypeFor(error.status);
+    if (error.detailObject) trace.guardrailVerdict = `${error.detailObject.type}:blocked:${error.detailObject.stage}`;
     // The caller went away (which also aborts the provider call): there is no one to answer.
     if (res.destroyed) return;
     if (!(err instanceof GatewayError) && error.status === 500) trace.log.error({ err }, "gateway request failed");

@@ -1,16 +1,23 @@
-import type { GatewayKey } from "../config/types.ts";
+import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
+import type { UpstreamEndpoint } from "../providers/upstream.ts";
+
+export interface GuardrailRequest {
+  key: GatewayKey;
+  config: WorkspaceConfig | undefined;
+  endpoint: UpstreamEndpoint;
+}
 
 /**
- * The input and output guardrail steps of the pipeline. Each resolves when the content may go
- * on, and rejects with the gateway's 422 (or 503 while loading) when not. Both pass everything
- * until guardrails are built.
+ * The input and output guardrail steps of the pipeline. Each resolves with a verdict for the
+ * request log when the content may go on, and rejects with the gateway's 422 (or 503 while a
+ * detector loads) when not.
  */
 export interface GuardrailStep {
-  checkInput(request: { key: GatewayKey; body: Record<string, unknown> }): Promise<void>;
-  checkOutput(request: { key: GatewayKey; body: Buffer }): Promise<void>;
+  checkInput(request: GuardrailRequest & { body: Record<string, unknown> }): Promise<string | undefined>;
+  checkOutput(request: GuardrailRequest & { body: Buffer }): Promise<string | undefined>;
 }
 
 export const noGuardrails: GuardrailStep = {
-  checkInput: () => Promise.resolve(),
-  checkOutput: () => Promise.resolve(),
+  checkInput: () => Promise.resolve(undefined),
+  checkOutput: () => Promise.resolve(undefined),
 };

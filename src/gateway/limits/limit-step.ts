@@ -1,0 +1,87 @@
+import type { Logger } from "../../platform/logger.ts";
+import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
+import { usageLimitReached } from "../dataplane/errors.ts";
+import { imagesInputText, messagesInputText, responsesInputText } from "../guardrails/text.ts";
+import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import type { CounterStore, UsageLimit } from "./types.ts";
+import type { UsageStep, UsageTicket } from "./usage-step.ts";
+
+/** Characters per token of the input estimate: a little generous, so that estimates err high. */
+const charsPerToken = 3;
+
+export interface LimitStepOptions {
+  store: CounterStore;
+  logger: Logger;
+  /** What a request reserves for its output when it sets no maximum (the documented bound). */
+  defaultMaxTokens: number;
+  now?: () => Date;
+}
+
+const noTicket: UsageTicket = { settle: () => undefined };
+
+/**
+ * Usage limits, reserved at admission and settled at completion. The reservation is the counted
+ * input plus the request's own output maximum (max_tokens, max_output_tokens), or the default
+ * when it sets none: so concurrent requests cannot collectively pass a limit, except by what
+ * requests without a maximum write beyond the default.
+ */
+export function createLimitStep(options: LimitStepOptions): UsageStep {
+  const now = options.now ?? (() => new Date());
+  return {
+    async admit({ key, config, endpoint, body }) {
+      const limits = limitsFor(config, key);
+      if (limits.length === 0) return noTicket;
+      const amount = countedInput(endpoint, body) + outputMaximum(endpoint, body, options.defaultMaxTokens);
+      const result = await options.store.reserve(limits, amount, now());
+      if (!result.ok) throw usageLimitReached(result.limit.period, result.resetsAt ?? undefined);
+      const reservation = result.reservation;
+      return {
+        settle(usage) {
+          // Not awaited: the caller has its answer; a settle in flight when a process dies is the
+          // "at most the in-flight requests" that go unaccounted.
+          const done = usage
+            ? options.store.settle(reservation, usage.inputTokens + usage.outputTokens)
+            : options.store.release(reservation);
+          done.catch((err: unknown) => options.logger.error({ err, reservation: reservation.id }, "could not settle usage"));
+        },
+      };
+    },
+  };
+}
+
+/** The limits on the key, on its owner and on each of its groups. */
+export function limitsFor(config: WorkspaceConfig | undefined, key: GatewayKey): UsageLimit[] {
+  if (!config || config.usageLimits.length === 0) return [];
+  return config.usageLimits.filter(
+    (limit) =>
+      (limit.scope === "key" && limit.subjectId === key.id) ||
+      (limit.scope === "user" && limit.subjectId === key.userId) ||
+      (limit.scope === "group" && key.groupIds.includes(limit.subjectId)),
+  );
+}
+
+/** An estimate of the input tokens from the caller's text, as guardrails read it. */
+export function countedInput(endpoint: UpstreamEndpoint, body: Record<string, unknown>): number {
+  const parts = endpoint === "messages"
+    ? messagesInputText(body)
+    : endpoint === "responses"
+      ? responsesInputText(body)
+      : endpoint === "images"
+        ? imagesInputText(body)
+        : embeddingInputs(body);
+  const chars = parts.reduce((sum, part) => sum + part.length, 0);
+  return Math.ceil(chars / charsPerToken);
+}
+
+function embeddingInputs(body: Record<string, unknown>): string[] {
+  const input = body.input;
+  if (typeof input === "string") return [input];
+  return Array.isArray(input) ? input.filter((item): item is string => typeof item === "string") : [];
+}
+
+/** The request's own output maximum; embeddings write no output tokens. */
+export function outputMaximum(endpoint: UpstreamEndpoint, body: Record<string, unknown>, fallback: number): number {
+  if (endpoint === "embeddings") return 0;
+  const value = endpoint === "messages" ? body.max_tokens : body.max_output_tokens;
+  return typeof value === "number" && Number.isInteger(value) && value > 0 ? value : fallback;
+}
