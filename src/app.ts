@@ -7,6 +7,8 @@ import { commitEntities } from "./commits/entities.ts";
 import { gatewayEntities } from "./gateway/config/entities.ts";
 import { loadMasterKey, SecretBox } from "./gateway/config/secrets.ts";
 import { startGateway, type Gateway } from "./gateway/gateway.ts";
+import { openCounterStore } from "./gateway/limits/counter-store.ts";
+import type { CounterStore } from "./gateway/limits/types.ts";
 import type { DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
@@ -88,6 +90,7 @@ export async function startApp(
   }
 
   const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
+  const counters = openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, logger });
   const gateway = roles.gateway
     ? await startGateway({
         orm,
@@ -101,9 +104,11 @@ export async function startApp(
         keyLookupTimeoutMs: config.gatewayKeyLookupTimeoutMs,
         requestLogRetentionDays: config.requestLogRetentionDays,
         detectorSources: hooks.detectorSources,
+        counters: counters.store,
+        defaultMaxTokens: config.gatewayDefaultMaxTokens,
       })
     : undefined;
-  const api = roles.api ? await startApi(config, logger, orm, databaseUrl, secrets) : undefined;
+  const api = roles.api ? await startApi(config, logger, orm, databaseUrl, { secrets, consumption: counters.store }) : undefined;
 
   return {
     apiPort: api?.port,
@@ -112,6 +117,7 @@ export async function startApp(
     async stop() {
       await api?.stop();
       await gateway?.stop();
+      await counters.close();
       await orm.close(true);
       await embedded?.stop();
     },
@@ -119,12 +125,24 @@ export async function startApp(
 }
 
 /** The management API: Connect, gRPC and REST on one port, and the task workers. */
-async function startApi(config: Config, logger: Logger, orm: MikroORM, databaseUrl: string, secrets: SecretBox) {
+async function startApi(
+  config: Config,
+  logger: Logger,
+  orm: MikroORM,
+  databaseUrl: string,
+  gateway: { secrets: SecretBox; consumption: Pick<CounterStore, "consumption"> },
+) {
   const tasks = new TaskQueue(databaseUrl, orm, logger);
   tasks.register(bulkUpdateTaskType, runBulkUpdate);
   await tasks.start({ runWorkers: config.runWorkers });
 
-  const routeFn = routes({ publicUrl: config.publicUrl, tasks, secrets, defaultMaxInFlight: config.gatewayMaxInFlight });
+  const routeFn = routes({
+    publicUrl: config.publicUrl,
+    tasks,
+    secrets: gateway.secrets,
+    consumption: gateway.consumption,
+    defaultMaxInFlight: config.gatewayMaxInFlight,
+  });
   const routerOptions = {
     interceptors: [
       errorInterceptor(logger),

@@ -2,6 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { CommitService } from "../gen/warden/commits/v1/commits_pb.js";
 import { GatewayAdminService } from "../gen/warden/gateway/v1/admin_pb.js";
+import { GatewayUsageService } from "../gen/warden/gateway/v1/usage_pb.js";
 import { InferencePipelineService } from "../gen/warden/pipelines/v1/pipelines_pb.js";
 import { ProjectService } from "../gen/warden/projects/v1/projects_pb.js";
 import { TaskService } from "../gen/warden/tasks/v1/tasks_pb.js";
@@ -9,6 +10,7 @@ import { TestService } from "../gen/warden/tests/v1/tests_pb.js";
 import { WorkspaceService } from "../gen/warden/workspaces/v1/workspaces_pb.js";
 import { createCommitService, type CommitServiceOptions } from "./commits/service.ts";
 import { createGatewayAdminService, type GatewayAdminOptions } from "./gateway/admin/service.ts";
+import { createGatewayUsageService, type UsageServiceOptions } from "./gateway/usage/service.ts";
 import { createInferencePipelineService } from "./pipelines/service.ts";
 import { createProjectService } from "./projects/service.ts";
 import { reflectionRoutes } from "./reflection/service.ts";
@@ -25,9 +27,10 @@ export const services: DescService[] = [
   InferencePipelineService,
   TaskService,
   GatewayAdminService,
+  GatewayUsageService,
 ];
 
-export type RouteOptions = CommitServiceOptions & TestServiceOptions & GatewayAdminOptions;
+export type RouteOptions = CommitServiceOptions & TestServiceOptions & GatewayAdminOptions & UsageServiceOptions;
 
 /** The one place where RPCs are registered. */
 export function routes(options: RouteOptions) {
@@ -39,6 +42,7 @@ export function routes(options: RouteOptions) {
     router.service(InferencePipelineService, createInferencePipelineService(options));
     router.service(TaskService, createTaskService());
     router.service(GatewayAdminService, createGatewayAdminService(options));
+    router.service(GatewayUsageService, createGatewayUsageService(options));
     reflectionRoutes(services)(router);
   };
 }

@@ -9,7 +9,8 @@ import { createGatewayHandler } from "./dataplane/pipeline.ts";
 import { UpstreamRegistry } from "./dataplane/upstreams.ts";
 import { DetectorLoader, type DetectorSources } from "./guardrails/detectors/loader.ts";
 import { createGuardrailStep } from "./guardrails/guardrails.ts";
-import { unlimitedUsage } from "./limits/usage-step.ts";
+import { createLimitStep } from "./limits/limit-step.ts";
+import type { CounterStore } from "./limits/types.ts";
 import { RequestLog } from "./usage/request-log.ts";
 
 export interface GatewayOptions {
@@ -25,6 +26,8 @@ export interface GatewayOptions {
   requestLogRetentionDays: number;
   /** Where the guardrail detectors read their data; the bundled files unless a test holds them. */
   detectorSources?: DetectorSources;
+  counters: CounterStore;
+  defaultMaxTokens: number;
 }
 
 export interface Gateway {
@@ -56,7 +59,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const handle = createGatewayHandler({
     watcher,
     upstreams,
-    usage: unlimitedUsage,
+    usage: createLimitStep({ store: options.counters, logger, defaultMaxTokens: options.defaultMaxTokens }),
     guardrails: createGuardrailStep({ loader: detectors, logger }),
     requestLog,
     logger,

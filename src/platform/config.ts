@@ -25,6 +25,12 @@ export interface Config {
   gatewayKeyLookupTimeoutMs: number;
   /** Gateway request-log rows older than this many days are deleted. */
   requestLogRetentionDays: number;
+  /** Usage counters in Redis when set; in PostgreSQL otherwise. */
+  redisUrl: string | undefined;
+  /** Every Redis key Warden writes starts with this, so that one Redis can serve several. */
+  redisKeyPrefix: string;
+  /** What a request reserves for its output when it sets no max_tokens / max_output_tokens. */
+  gatewayDefaultMaxTokens: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -46,6 +52,9 @@ export function loadConfig(env: Env): Config {
     gatewayMaxBodyBytes: intVar(env, "WARDEN_GATEWAY_MAX_BODY_BYTES", 32 * 1024 * 1024),
     gatewayKeyLookupTimeoutMs: intVar(env, "WARDEN_GATEWAY_KEY_LOOKUP_TIMEOUT_MS", 1000),
     requestLogRetentionDays: intVar(env, "WARDEN_REQUEST_LOG_RETENTION_DAYS", 30),
+    redisUrl: env.REDIS_URL || undefined,
+    redisKeyPrefix: env.WARDEN_REDIS_KEY_PREFIX || "warden:usage:",
+    gatewayDefaultMaxTokens: intVar(env, "WARDEN_GATEWAY_DEFAULT_MAX_TOKENS", 4096),
   };
 }
 

@@ -35,7 +35,7 @@ export function spawnWarden(command: string[], env: Record<string, string>, msg:
           output: () => output,
           stop: () =>
             new Promise((done) => {
-              if (child.exitCode !== null) return done(child.exitCode);
+              if (child.exitCode !== null || child.signalCode !== null) return done(child.exitCode);
               child.once("exit", (code) => done(code));
               child.kill("SIGTERM");
             }),

@@ -2,6 +2,7 @@ import type { MigrationObject } from "@mikro-orm/core";
 import { Migration20261121000000 } from "./Migration20261121000000.ts";
 import { Migration20261121010000 } from "./Migration20261121010000.ts";
 import { Migration20261121020000 } from "./Migration20261121020000.ts";
+import { Migration20261121030000 } from "./Migration20261121030000.ts";
 import { Migration20261121040000 } from "./Migration20261121040000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
@@ -9,5 +10,6 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261121000000", class: Migration20261121000000 },
   { name: "Migration20261121010000", class: Migration20261121010000 },
   { name: "Migration20261121020000", class: Migration20261121020000 },
+  { name: "Migration20261121030000", class: Migration20261121030000 },
   { name: "Migration20261121040000", class: Migration20261121040000 },
 ];

@@ -25,16 +25,27 @@ export interface PgCounterStoreOptions {
   poolSize?: number;
   /** See `defaultReservationTtlMs`. */
   reservationTtlMs?: number;
-  /** How long settled and released reservations are kept, so a repeated settle is recognised: a day. */
+  /** See `defaultFinishedRetentionMs`. */
   finishedRetentionMs?: number;
   /** Stamps when a reservation finished; settle and release take no `now`. */
   clock?: () => Date;
 }
 
+/**
+ * How long a finished (settled, released, expired) reservation's row is kept: an hour. It is what
+ * makes a repeated settle a no-op, and the longest legitimate gap between two settles of one
+ * request is far shorter; the rows are one per request, so they are not kept for long.
+ */
+export const defaultFinishedRetentionMs = 60 * 60_000;
+
 /** How the tables spell a period key: all-time counters start at '-infinity'. */
 export function pgPeriod(key: string): string {
   return key === allTimeKey ? "-infinity" : key;
 }
+
+/** A counter's period key as periods.ts spells it: ISO 8601 in UTC with milliseconds, or all_time. */
+const periodKeySql = (column: string) =>
+  `case when ${column} = '-infinity' then '${allTimeKey}' else to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') end`;
 
 /** The pool every store here uses: an idle client that breaks is dropped and replaced, not fatal. */
 export function createPool(databaseUrl: string, max: number): pg.Pool {
@@ -155,31 +166,39 @@ const pruneSql = `
   )`;
 
 const consumptionSql = `
-  select c.limit_id::text as limit_id, c.used, c.reserved
+  select c.limit_id::text as limit_id, ${periodKeySql("c.period_start")} as period, c.used, c.reserved
   from usage_counter c
   join unnest($1::uuid[], $2::timestamptz[]) as w(limit_id, period_start)
     on c.limit_id = w.limit_id and c.period_start = w.period_start`;
 
 /**
- * Durable settled usage for the Redis store, whose reservations live in Redis: records the
- * reservation as settled (its id makes a repeat a no-op) and adds the tokens to each counter's
- * `used`, creating the counter if needed, in one statement. Returns each counter's `used`
- * afterwards; empty when this reservation had been recorded already.
+ * Durable settled usage for the Redis store, whose reservations live in Redis, for a batch of
+ * settles at once: records each reservation as settled (its id makes a repeat a no-op), and adds
+ * the tokens of those recorded now to each counter's `used`, creating counters as needed, in one
+ * statement. A batch takes each hot counter's row lock once, not once per settle. Returns the
+ * counters it changed, with their `used` afterwards.
  */
 const recordSettledSql = `
-  with recorded as (
+  with batch as (
+    select * from jsonb_to_recordset($1::jsonb)
+      as b(id uuid, workspace_id uuid, limit_ids uuid[], period_starts timestamptz[], amount bigint, tokens bigint)
+  ),
+  recorded as (
     insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, tokens, date_created, date_finished)
-    values ($1::uuid, $2::uuid, $3::uuid[], $4::timestamptz[], $5::bigint, 'settled', $6::bigint, $7::timestamptz, $7::timestamptz)
+    select id, workspace_id, limit_ids, period_starts, amount, 'settled', tokens, $2::timestamptz, $2::timestamptz from batch
     on conflict (id) do nothing
-    returning id
+    returning workspace_id, limit_ids, period_starts, tokens
+  ),
+  deltas as (
+    select w.limit_id, w.period_start, r.workspace_id, sum(r.tokens) as tokens
+    from recorded r cross join unnest(r.limit_ids, r.period_starts) as w(limit_id, period_start)
+    group by w.limit_id, w.period_start, r.workspace_id
   )
   insert into usage_counter as c (limit_id, period_start, workspace_id, used)
-  select w.limit_id, w.period_start, $2::uuid, $6::bigint
-  from unnest($3::uuid[], $4::timestamptz[]) as w(limit_id, period_start)
-  where exists (select 1 from recorded)
-  order by w.limit_id, w.period_start
+  select limit_id, period_start, workspace_id, tokens from deltas
+  order by limit_id, period_start
   on conflict (limit_id, period_start) do update set used = c.used + excluded.used
-  returning c.limit_id::text as limit_id, c.used`;
+  returning c.limit_id::text as limit_id, ${periodKeySql("c.period_start")} as period, c.used`;
 
 /** The Redis store's record of a release, so that a settle after it changes nothing, as here. */
 const recordReleasedSql = `
@@ -200,7 +219,7 @@ export class PgCounterStore implements CounterStore {
   constructor(options: PgCounterStoreOptions) {
     this.pool = createPool(options.databaseUrl, options.poolSize ?? 10);
     this.#reservationTtlMs = options.reservationTtlMs ?? defaultReservationTtlMs;
-    this.#finishedRetentionMs = options.finishedRetentionMs ?? 86_400_000;
+    this.#finishedRetentionMs = options.finishedRetentionMs ?? defaultFinishedRetentionMs;
     this.#clock = options.clock ?? (() => new Date());
   }
 
@@ -268,11 +287,7 @@ export class PgCounterStore implements CounterStore {
       expired += rows[0]!.expired;
       if (rows[0]!.expired < sweepBatch) break;
     }
-    const pruneBefore = new Date(now.getTime() - this.#finishedRetentionMs);
-    for (let batch = 0; batch < maxSweepBatches; batch++) {
-      const { rowCount } = await this.pool.query(pruneSql, [pruneBefore, sweepBatch]);
-      if ((rowCount ?? 0) < sweepBatch) break;
-    }
+    await pruneFinished(this.pool, new Date(now.getTime() - this.#finishedRetentionMs));
     return expired;
   }
 
@@ -281,25 +296,56 @@ export class PgCounterStore implements CounterStore {
   }
 }
 
+/** The key of a counter in the maps below. */
+export const counterId = (limitId: string, period: string) => `${limitId} ${period}`;
+
 /**
- * The Redis store's durable half: records a settled reservation in PostgreSQL, once per
- * reservation id. Returns each counter's settled `used` afterwards (read back when this
- * reservation had been recorded before), by limit id.
+ * The Redis store's durable half: records a batch of settles in PostgreSQL, each once per
+ * reservation id. Returns the settled `used` afterwards of every counter of the batch's
+ * reservations (read back for those the batch did not change), by `counterId`.
  */
-export async function recordSettledUsage(pool: pg.Pool, reservation: Reservation, tokens: number, at: Date): Promise<Map<string, number>> {
-  const ids = reservation.limits.map((limit) => limit.id);
-  const starts = reservation.periodStarts.map(pgPeriod);
-  const { rows } = await pool.query<{ limit_id: string; used: string }>(recordSettledSql, [
-    reservation.id, workspaceOf(reservation.limits), ids, starts, reservation.amount, tokens, at,
-  ]);
-  if (rows.length > 0) return new Map(rows.map((row) => [row.limit_id, Number(row.used)]));
-  return settledUsage(pool, ids, starts);
+export async function recordSettledUsage(
+  pool: pg.Pool,
+  settles: readonly { reservation: Reservation; tokens: number }[],
+  at: Date,
+): Promise<Map<string, number>> {
+  const batch = settles.map(({ reservation, tokens }) => ({
+    id: reservation.id,
+    workspace_id: workspaceOf(reservation.limits),
+    limit_ids: reservation.limits.map((limit) => limit.id),
+    period_starts: reservation.periodStarts.map(pgPeriod),
+    amount: reservation.amount,
+    tokens,
+  }));
+  const { rows } = await pool.query<{ limit_id: string; period: string; used: string }>(recordSettledSql, [JSON.stringify(batch), at]);
+  const used = new Map(rows.map((row) => [counterId(row.limit_id, row.period), Number(row.used)]));
+  const unchanged = new Map<string, [string, string]>();
+  for (const { reservation } of settles) {
+    reservation.limits.forEach((limit, i) => {
+      const id = counterId(limit.id, reservation.periodStarts[i]!);
+      if (!used.has(id)) unchanged.set(id, [limit.id, reservation.periodStarts[i]!]);
+    });
+  }
+  if (unchanged.size > 0) {
+    const pairs = [...unchanged.values()];
+    const read = await settledUsage(pool, pairs.map(([id]) => id), pairs.map(([, period]) => pgPeriod(period)));
+    for (const [id, value] of read) used.set(id, value);
+  }
+  return used;
 }
 
-/** Settled `used` of each (limit id, period key) that has a counter, by limit id. */
+/** Settled `used` of each (limit id, period key) that has a counter, by `counterId`. */
 export async function settledUsage(pool: pg.Pool, limitIds: readonly string[], pgPeriods: readonly string[]): Promise<Map<string, number>> {
-  const { rows } = await pool.query<{ limit_id: string; used: string }>(consumptionSql, [limitIds, pgPeriods]);
-  return new Map(rows.map((row) => [row.limit_id, Number(row.used)]));
+  const { rows } = await pool.query<{ limit_id: string; period: string; used: string }>(consumptionSql, [limitIds, pgPeriods]);
+  return new Map(rows.map((row) => [counterId(row.limit_id, row.period), Number(row.used)]));
+}
+
+/** Deletes the rows of reservations that finished before `before`, in bounded batches. */
+export async function pruneFinished(pool: pg.Pool, before: Date): Promise<void> {
+  for (let batch = 0; batch < maxSweepBatches; batch++) {
+    const { rowCount } = await pool.query(pruneSql, [before, sweepBatch]);
+    if ((rowCount ?? 0) < sweepBatch) break;
+  }
 }
 
 /** Records a release of the Redis store, once per reservation id. */

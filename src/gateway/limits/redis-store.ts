@@ -2,7 +2,16 @@ import { createHash, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import type pg from "pg";
 import { periodKey, periodStart, resetsAt } from "./periods.ts";
-import { createPool, pgPeriod, recordReleased, recordSettledUsage, settledUsage } from "./pg-store.ts";
+import {
+  counterId,
+  createPool,
+  defaultFinishedRetentionMs,
+  pgPeriod,
+  pruneFinished,
+  recordReleased,
+  recordSettledUsage,
+  settledUsage,
+} from "./pg-store.ts";
 import {
   assertTokens,
   defaultReservationTtlMs,
@@ -25,7 +34,12 @@ import {
  * PostgreSQL returned (max, never +=). Settled usage only grows, so the largest value seen is the
  * newest, whatever order settles and seeds reach Redis in; a counter missing from Redis (first
  * use, expiry, a Redis restart) is seeded from PostgreSQL the same way. What Redis can lose is
- * `reserved`, the in-flight requests, which the requirement allows.
+ * `reserved`, the in-flight requests, which the requirement allows; a process that dies between
+ * PostgreSQL and Redis leaves its reservation to the sweep, which raises those counters to
+ * PostgreSQL's usage.
+ *
+ * Settles of one process are written to PostgreSQL in batches (group commit): admission never
+ * waits for PostgreSQL, and settling is bounded by PostgreSQL's commits on the hottest counter.
  *
  * Standalone Redis: the sweep script reaches reservation keys it reads from the open set.
  */
@@ -39,6 +53,8 @@ export interface RedisCounterStoreOptions {
   poolSize?: number;
   /** See `defaultReservationTtlMs`. */
   reservationTtlMs?: number;
+  /** See `defaultFinishedRetentionMs`: the PostgreSQL rows that make a repeated settle a no-op. */
+  finishedRetentionMs?: number;
   /** Stamps settled reservations in PostgreSQL; settle takes no `now`. */
   clock?: () => Date;
 }
@@ -121,10 +137,12 @@ const finishScript = script(`
 
 /**
  * KEYS: the open set. ARGV: cutoffMs (exclusive), batch size, reservation key prefix.
- * Gives back the amounts of reservations opened before the cutoff and never finished.
+ * Gives back the amounts of reservations opened before the cutoff and never finished. Returns
+ * how many it took, then the payloads of those whose key was still there.
  */
 const sweepScript = script(`
   local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
+  local swept = {#ids}
   for _, id in ipairs(ids) do
     local key = ARGV[3] .. id
     local payload = redis.call('GET', key)
@@ -136,10 +154,30 @@ const sweepScript = script(`
         end
       end
       redis.call('DEL', key)
+      swept[#swept + 1] = payload
     end
     redis.call('ZREM', KEYS[1], id)
   end
-  return #ids`);
+  return swept`);
+
+/**
+ * KEYS: counters. ARGV: PostgreSQL's settled used of each. Raises `used` of the counters Redis
+ * holds to it (a missing counter is seeded when next used).
+ */
+const raiseScript = script(`
+  for i = 1, #KEYS do
+    local used = redis.call('HGET', KEYS[i], 'used')
+    if used and tonumber(ARGV[i]) > tonumber(used) then redis.call('HSET', KEYS[i], 'used', ARGV[i]) end
+  end
+  return 0`);
+
+/** What the sweep finds of a reservation: its counters, and the same as (limit id, period key). */
+interface Payload {
+  counters: string[];
+  giveBack: string;
+  limitIds: string[];
+  periods: string[];
+}
 
 /** Counters outlive their period by a day, so that late settles of its reservations find them. */
 const counterGraceMs = 86_400_000;
@@ -160,13 +198,64 @@ function counterTtl(limit: UsageLimit, inPeriod: Date, now: Date): number {
 const sweepBatch = 500;
 const maxSweepBatches = 20;
 const maxReserveAttempts = 3;
+const maxSettleBatch = 200;
+
+interface PendingSettle {
+  reservation: Reservation;
+  tokens: number;
+  resolve(used: Map<string, number>): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Group commit of settled usage: settles that arrive while a write is in flight go together in
+ * the next one, so a hot counter (a group's, say) is locked once per batch rather than once per
+ * request. Each settle still resolves only after its own write committed.
+ */
+class SettledUsageWriter {
+  readonly #pool: pg.Pool;
+  readonly #clock: () => Date;
+  readonly #queue: PendingSettle[] = [];
+  #writing = false;
+
+  constructor(pool: pg.Pool, clock: () => Date) {
+    this.#pool = pool;
+    this.#clock = clock;
+  }
+
+  /** Settled `used` afterwards of the reservation's counters (and maybe others), by `counterId`. */
+  record(reservation: Reservation, tokens: number): Promise<Map<string, number>> {
+    const { promise, resolve, reject } = Promise.withResolvers<Map<string, number>>();
+    this.#queue.push({ reservation, tokens, resolve, reject });
+    if (!this.#writing) void this.#drain();
+    return promise;
+  }
+
+  async #drain(): Promise<void> {
+    this.#writing = true;
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, maxSettleBatch);
+      try {
+        const used = await recordSettledUsage(this.#pool, batch, this.#clock());
+        for (const settle of batch) settle.resolve(used);
+      } catch (err) {
+        // One bad settle (its workspace deleted, say) must not fail the others: write each alone.
+        if (batch.length === 1) batch[0]!.reject(err);
+        else await Promise.all(batch.map((settle) => recordSettledUsage(this.#pool, [settle], this.#clock()).then(settle.resolve, settle.reject)));
+      }
+    }
+    this.#writing = false;
+  }
+}
 
 export class RedisCounterStore implements CounterStore {
   readonly redis: Redis;
   readonly pool: pg.Pool;
   readonly #prefix: string;
   readonly #reservationTtlMs: number;
+  readonly #finishedRetentionMs: number;
   readonly #clock: () => Date;
+  readonly #writer: SettledUsageWriter;
 
   constructor(options: RedisCounterStoreOptions) {
     // Fail a command after two reconnection attempts rather than queueing a request for long.
@@ -175,7 +264,9 @@ export class RedisCounterStore implements CounterStore {
     this.pool = createPool(options.databaseUrl, options.poolSize ?? 10);
     this.#prefix = options.keyPrefix ?? "warden:usage:";
     this.#reservationTtlMs = options.reservationTtlMs ?? defaultReservationTtlMs;
+    this.#finishedRetentionMs = options.finishedRetentionMs ?? defaultFinishedRetentionMs;
     this.#clock = options.clock ?? (() => new Date());
+    this.#writer = new SettledUsageWriter(this.pool, this.#clock);
   }
 
   async reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult> {
@@ -187,7 +278,7 @@ export class RedisCounterStore implements CounterStore {
     workspaceOf(ordered); // refuses limits of several workspaces now, not at settle
     const counters = this.#counterKeys(reservation);
     const ttls = ordered.map((limit) => counterTtl(limit, now, now));
-    const payload = JSON.stringify({ counters, giveBack: String(-amount) });
+    const payload = JSON.stringify({ counters, giveBack: String(-amount), limitIds: ordered.map((limit) => limit.id), periods: periodStarts } satisfies Payload);
     let seeds: string[] = ordered.map(() => "");
     for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
       const args: (string | number)[] = [amount, reservation.id, now.getTime(), this.#reservationTtlMs + reservationKeyGraceMs, payload];
@@ -206,7 +297,7 @@ export class RedisCounterStore implements CounterStore {
         missing.map((i) => pgPeriod(periodStarts[i]!)),
       );
       seeds = ordered.map(() => "");
-      for (const i of missing) seeds[i] = String(settled.get(ordered[i]!.id) ?? 0);
+      for (const i of missing) seeds[i] = String(settled.get(counterId(ordered[i]!.id, periodStarts[i]!)) ?? 0);
     }
     throw new Error("usage counters vanished from Redis while reserving");
   }
@@ -215,8 +306,8 @@ export class RedisCounterStore implements CounterStore {
     assertTokens("actualTokens", actualTokens);
     if (reservation.limits.length === 0) return;
     // Durable first: if PostgreSQL fails, the reservation stays open (and is swept), and nothing counts twice.
-    const settled = await recordSettledUsage(this.pool, reservation, actualTokens, this.#clock());
-    await this.#finish(reservation, (limit) => String(settled.get(limit.id) ?? ""));
+    const settled = await this.#writer.record(reservation, actualTokens);
+    await this.#finish(reservation, (limit, i) => String(settled.get(counterId(limit.id, reservation.periodStarts[i]!)) ?? ""));
   }
 
   async release(reservation: Reservation): Promise<void> {
@@ -247,7 +338,7 @@ export class RedisCounterStore implements CounterStore {
     ordered.forEach((limit, i) => {
       const [used, reserved] = live[i] ?? [];
       result.set(limit.id, {
-        used: used == null ? (settled.get(limit.id) ?? 0) : Number(used),
+        used: used == null ? (settled.get(counterId(limit.id, periodKey(limit.period, now))) ?? 0) : Number(used),
         reserved: Number(reserved ?? 0),
         periodStart: periodStart(limit.period, now),
         resetsAt: resetsAt(limit.period, now),
@@ -260,10 +351,12 @@ export class RedisCounterStore implements CounterStore {
     const cutoff = now.getTime() - this.#reservationTtlMs;
     let expired = 0;
     for (let batch = 0; batch < maxSweepBatches; batch++) {
-      const count = (await this.#run(sweepScript, [this.#openKey()], [cutoff, sweepBatch, this.#reservationKey("")])) as number;
+      const [count, ...payloads] = (await this.#run(sweepScript, [this.#openKey()], [cutoff, sweepBatch, this.#reservationKey("")])) as [number, ...string[]];
       expired += count;
+      await this.#raiseFromPostgres(payloads.map((payload) => JSON.parse(payload) as Payload));
       if (count < sweepBatch) break;
     }
+    await pruneFinished(this.pool, new Date(now.getTime() - this.#finishedRetentionMs));
     return expired;
   }
 
@@ -272,13 +365,30 @@ export class RedisCounterStore implements CounterStore {
     await this.pool.end();
   }
 
-  async #finish(reservation: Reservation, settledUsed: (limit: UsageLimit) => string): Promise<void> {
+  /**
+   * A swept reservation may be one whose process died between writing its usage to PostgreSQL
+   * and telling Redis: bring those counters up to PostgreSQL's settled usage.
+   */
+  async #raiseFromPostgres(swept: Payload[]): Promise<void> {
+    const counters = new Map<string, { key: string; limitId: string; period: string }>();
+    for (const payload of swept) {
+      payload.limitIds.forEach((limitId, i) => counters.set(counterId(limitId, payload.periods[i]!), { key: payload.counters[i]!, limitId, period: payload.periods[i]! }));
+    }
+    if (counters.size === 0) return;
+    const all = [...counters.values()];
+    const settled = await settledUsage(this.pool, all.map((c) => c.limitId), all.map((c) => pgPeriod(c.period)));
+    const known = all.filter((c) => settled.has(counterId(c.limitId, c.period)));
+    if (known.length === 0) return;
+    await this.#run(raiseScript, known.map((c) => c.key), known.map((c) => settled.get(counterId(c.limitId, c.period))!));
+  }
+
+  async #finish(reservation: Reservation, settledUsed: (limit: UsageLimit, i: number) => string): Promise<void> {
     const args: (string | number)[] = [reservation.id, String(-reservation.amount)];
     const now = this.#clock();
     reservation.limits.forEach((limit, i) => {
       // A counter seeded here belongs to the reservation's period, which may have ended.
       const start = reservation.periodStarts[i]!;
-      args.push(settledUsed(limit), counterTtl(limit, limit.period === "all_time" ? now : new Date(start), now));
+      args.push(settledUsed(limit, i), counterTtl(limit, limit.period === "all_time" ? now : new Date(start), now));
     });
     const keys = [...this.#counterKeys(reservation), this.#reservationKey(reservation.id), this.#openKey()];
     await this.#run(finishScript, keys, args);

@@ -1,0 +1,245 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GatewayError } from "../src/gateway/dataplane/errors.ts";
+import { createLimitStep } from "../src/gateway/limits/limit-step.ts";
+import { PgCounterStore } from "../src/gateway/limits/pg-store.ts";
+import type { GatewayKey, WorkspaceConfig } from "../src/gateway/config/types.ts";
+import { createLogger } from "../src/platform/logger.ts";
+import { startTestApp, type TestApp } from "./support/app.ts";
+import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
+import { client, type Call } from "./support/http.ts";
+import { spawnWarden, type Spawned } from "./support/processes.ts";
+
+/**
+ * Usage limits through the gateway. The race: three gateway processes on one database fire 300
+ * requests at a daily limit that fits exactly k of them. Each request reserves its counted input
+ * ("hi": 1 token) plus max_tokens (99), and the provider reports exactly that, so no settle frees
+ * budget mid-race. Exactly k pass; the rest get the daily 429; recorded usage is k × 100.
+ */
+
+const redisUrl = "redis://127.0.0.1:6379";
+const k = 40;
+const perRequest = 100;
+
+interface Setup {
+  t: TestApp;
+  admin: Call;
+  provider: FakeProvider;
+  gateways: Spawned[];
+  key: { id: string; secret: string };
+  limitId: string;
+  close(): Promise<void>;
+}
+
+async function setUp(backend: "postgres" | "redis"): Promise<Setup> {
+  const masterKey = randomBytes(32).toString("hex");
+  const redisPrefix = `warden-test:${randomBytes(6).toString("hex")}:`;
+  const env: Record<string, string> = { WARDEN_MASTER_KEY: masterKey };
+  if (backend === "redis") Object.assign(env, { REDIS_URL: redisUrl, WARDEN_REDIS_KEY_PREFIX: redisPrefix });
+  const t = await startTestApp({ env });
+  const admin = client(t.baseUrl, t.adminKey);
+  const provider = await startFakeProvider("anthropic");
+  await admin("POST", "/v1/gateway/providers", { body: { name: "anthropic", kind: "anthropic", baseUrl: provider.url, apiKey: provider.apiKey } });
+  await admin("POST", "/v1/gateway/routing-rules", { body: { priority: 1, providerName: "anthropic" } });
+  const key = (await admin("POST", "/v1/gateway/keys", { body: { name: "raced" } })).body as { id: string; secret: string };
+  const limit = (await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit: k * perRequest } })).body as { id: string };
+  const gateways = await Promise.all(
+    [0, 1, 2].map(() =>
+      spawnWarden(["gateway"], { ...env, DATABASE_URL: t.database.url, WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1", WARDEN_LOG_LEVEL: "info", WARDEN_DATA_DIR: t.config.dataDir }, "model gateway listening"),
+    ),
+  );
+  return {
+    t,
+    admin,
+    provider,
+    gateways,
+    key,
+    limitId: limit.id,
+    async close() {
+      for (const gateway of gateways) await gateway.stop();
+      await provider.close();
+      await t.stop();
+      if (backend === "redis") {
+        const redis = new Redis(redisUrl);
+        const keys = await redis.keys(`${redisPrefix}*`);
+        if (keys.length > 0) await redis.del(...keys);
+        await redis.quit();
+      }
+    },
+  };
+}
+
+function ask(port: number, secret: string, model: string, extra: Record<string, unknown> = {}, signal?: AbortSignal): Promise<Response> {
+  return fetch(`http://127.0.0.1:${port}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": secret, "content-type": "application/json" },
+    body: JSON.stringify({ model, max_tokens: perRequest - 1, messages: [{ role: "user", content: "hi" }], ...extra }),
+    signal,
+  });
+}
+
+async function consumption(admin: Call, limitId: string): Promise<{ used: number; reserved: number }> {
+  const res = await admin("GET", "/v1/gateway/usage/limits");
+  const item = (res.body as { items: { limit: { id: string }; used: number; reserved: number }[] }).items.find((i) => i.limit.id === limitId)!;
+  return { used: item.used, reserved: item.reserved };
+}
+
+/** Settles are written after the answer; wait (boundedly) until nothing is reserved any more. */
+async function settled(admin: Call, limitId: string): Promise<{ used: number; reserved: number }> {
+  let last = await consumption(admin, limitId);
+  for (let i = 0; i < 200 && last.reserved > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    last = await consumption(admin, limitId);
+  }
+  return last;
+}
+
+const daily = {
+  type: "error",
+  error: { type: "rate_limit_error", message: "You've reached the daily limit. Your limit will reset tomorrow. If this is unexpected, contact your administrator." },
+};
+
+describe.each(["postgres", "redis"] as const)("the race, with counters in %s", (backend) => {
+  let s: Setup;
+  beforeAll(async () => {
+    s = await setUp(backend);
+  });
+  afterAll(() => s?.close());
+
+  it(`lets exactly ${k} of 300 concurrent requests through three processes, and records their usage`, async () => {
+    const model = fakeModel("claude-race", { inputTokens: 1, outputTokens: perRequest - 1, delayMs: 50 });
+    const responses = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => ask(s.gateways[i % 3]!.port, s.key.secret, model).then(async (res) => ({ status: res.status, body: await res.json(), retryAfter: res.headers.get("retry-after") }))),
+    );
+    const ok = responses.filter((r) => r.status === 200);
+    const refused = responses.filter((r) => r.status === 429);
+    expect(ok).toHaveLength(k);
+    expect(refused).toHaveLength(300 - k);
+    for (const r of refused) {
+      expect(r.body).toEqual(daily);
+      expect(r.retryAfter).toBeNull();
+    }
+    expect(s.provider.requests).toHaveLength(k);
+    expect(await settled(s.admin, s.limitId)).toEqual({ used: k * perRequest, reserved: 0 });
+  });
+});
+
+describe("what counts", () => {
+  let s: Setup;
+  beforeAll(async () => {
+    s = await setUp("postgres");
+    await s.admin("POST", "/v1/gateway/guardrails", { body: { kind: "pii", stage: "output" } });
+  });
+  afterAll(() => s?.close());
+
+  const port = () => s.gateways[0]!.port;
+
+  it("a streamed answer counts its usage events; an upstream error counts nothing", async () => {
+    const before = await settled(s.admin, s.limitId);
+    const streamed = await ask(port(), s.key.secret, fakeModel("claude-s", { inputTokens: 5, outputTokens: 6 }), { stream: true });
+    await streamed.text();
+    expect((await settled(s.admin, s.limitId)).used).toBe(before.used + 11);
+    const failed = await ask(port(), s.key.secret, fakeModel("claude-f", { status: 500 }));
+    expect(failed.status).toBe(502);
+    expect((await settled(s.admin, s.limitId)).used).toBe(before.used + 11);
+  });
+
+  it("an answer blocked on output counts", async () => {
+    // The gateway processes pick up the guardrail through NOTIFY: wait until it blocks.
+    let res = await ask(port(), s.key.secret, fakeModel("claude-b", { text: "Card 4111 1111 1111 1111", inputTokens: 3, outputTokens: 4 }));
+    for (let i = 0; i < 100 && res.status !== 422; i++) {
+      await res.text();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      res = await ask(port(), s.key.secret, fakeModel("claude-b", { text: "Card 4111 1111 1111 1111", inputTokens: 3, outputTokens: 4 }));
+    }
+    expect(res.status).toBe(422);
+    const before = await settled(s.admin, s.limitId);
+    const again = await ask(port(), s.key.secret, fakeModel("claude-b", { text: "Card 4111 1111 1111 1111", inputTokens: 3, outputTokens: 4 }));
+    expect(again.status).toBe(422);
+    expect((await settled(s.admin, s.limitId)).used).toBe(before.used + 7);
+  });
+
+  it("an abandoned stream counts what the provider reported", async () => {
+    const before = await settled(s.admin, s.limitId);
+    const abort = new AbortController();
+    const res = await ask(port(), s.key.secret, fakeModel("claude-a", { stallAfter: 2, inputTokens: 9 }), { stream: true }, abort.signal);
+    const reader = res.body!.getReader();
+    await reader.read();
+    abort.abort();
+    await reader.read().catch(() => undefined);
+    // message_start reported 9 input tokens and 1 output token so far.
+    let after = await settled(s.admin, s.limitId);
+    for (let i = 0; i < 100 && after.used === before.used; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      after = await settled(s.admin, s.limitId);
+    }
+    expect(after.used).toBe(before.used + 10);
+  });
+});
+
+describe("a killed gateway process", () => {
+  it("loses no settled usage", async () => {
+    const s = await setUp("postgres");
+    try {
+      const gateway = s.gateways[0]!;
+      const model = fakeModel("claude-k", { inputTokens: 2, outputTokens: 3, delayMs: 100 });
+      const inFlight = Array.from({ length: 60 }, () => ask(gateway.port, s.key.secret, model).then((r) => r.status, () => 0));
+      // Kill it mid-load: once some usage is settled, while other requests are still in flight.
+      const settledCount = async () =>
+        (await s.t.app.orm.em.fork().execute<{ n: number }[]>("select count(*)::int as n from usage_reservation where state = 'settled'"))[0]!.n;
+      for (let i = 0; i < 400 && (await settledCount()) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      gateway.child.kill("SIGKILL");
+      await Promise.all(inFlight);
+      // What was settled is in PostgreSQL, transactionally: the counter agrees with the settled reservations.
+      const rows = await s.t.app.orm.em.fork().execute<{ used: string; settled: string | null; finished: number }[]>(
+        `select (select coalesce(sum(used), 0) from usage_counter where limit_id = ?) as used,
+                (select sum(tokens) from usage_reservation where state = 'settled' and ? = any(limit_ids)) as settled,
+                (select count(*)::int from usage_reservation where state = 'settled' and ? = any(limit_ids)) as finished`,
+        [s.limitId, s.limitId, s.limitId],
+      );
+      expect(rows[0]!.finished).toBeGreaterThan(0);
+      expect(Number(rows[0]!.used)).toBe(Number(rows[0]!.settled));
+      expect(Number(rows[0]!.used)).toBe(rows[0]!.finished * 5);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe("the 429 messages, with an injected clock", () => {
+  it("names tomorrow, the next Monday, the first of next month, or never", async () => {
+    const wednesday = new Date("2026-11-18T15:00:00Z");
+    const t = await startTestApp();
+    const admin = client(t.baseUrl, t.adminKey);
+    const store = new PgCounterStore({ databaseUrl: t.database.url });
+    try {
+      const created = (await admin("POST", "/v1/gateway/keys", { body: {} })).body as { id: string };
+      const [{ id: workspaceId }] = await t.app.orm.em.fork().execute<{ id: string }[]>("select id from workspace");
+      const key: GatewayKey = { id: created.id, workspaceId, name: null, userId: null, groupIds: [], disabled: false, allowedModels: null };
+      const expectations = [
+        ["daily", "You've reached the daily limit. Your limit will reset tomorrow."],
+        ["weekly", "You've reached the weekly limit. Your limit will reset on 2026-11-23."],
+        ["monthly", "You've reached the monthly limit. Your limit will reset on 2026-12-01."],
+        ["all_time", "You've reached your usage limit."],
+      ] as const;
+      for (const [period, message] of expectations) {
+        const limit = (await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period, tokenLimit: 10 } })).body as { id: string };
+        const config = { usageLimits: [{ id: limit.id, workspaceId, scope: "key", subjectId: key.id, period, tokenLimit: 10 }] } as unknown as WorkspaceConfig;
+        const step = createLimitStep({ store, logger: createLogger("silent"), defaultMaxTokens: 8, now: () => wednesday });
+        // "hi" counts 1 token, plus max_tokens 8: the first reserves 9 of 10, the second cannot fit.
+        const body = { messages: [{ role: "user", content: "hi" }], max_tokens: 8 };
+        await step.admit({ key, config, endpoint: "messages", body });
+        const refused = await step.admit({ key, config, endpoint: "messages", body }).then(() => undefined, (e: unknown) => e);
+        expect(refused).toBeInstanceOf(GatewayError);
+        expect((refused as GatewayError).status).toBe(429);
+        expect((refused as GatewayError).message).toBe(`${message} If this is unexpected, contact your administrator.`);
+        expect((refused as GatewayError).retryAfter).toBeUndefined();
+        await admin("DELETE", `/v1/gateway/usage-limits/${limit.id}`);
+      }
+    } finally {
+      await store.close();
+      await t.stop();
+    }
+  });
+});
