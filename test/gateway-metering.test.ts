@@ -122,3 +122,39 @@ async function waitForRow(requestId: string): Promise<Row> {
   }
   throw new Error(`no request-log row for ${requestId}`);
 }
+
+describe("the usage API", () => {
+  it("sums the request log by key, by model, and over a time range", async () => {
+    await t.app.gateway!.requestLog.flush();
+    const admin = g.admin;
+    const byKey = await admin("GET", "/v1/gateway/usage?groupBy=key");
+    expect(byKey.status).toBe(200);
+    const keyId = (await admin("GET", "/v1/gateway/keys")).body as { items: { id: string }[] };
+    const rows = (byKey.body as { items: { subject: string; requests: number; inputTokens: number; outputTokens: number; totalTokens: number; estimatedRequests: number }[] }).items;
+    const mine = rows.find((r) => r.subject === keyId.items[0]!.id)!;
+    const [expected] = await t.app.orm.em.fork().execute<{ n: number; input: number; output: number; est: number }[]>(
+      "select count(*)::int as n, sum(input_tokens)::int as input, sum(output_tokens)::int as output, (count(*) filter (where tokens_estimated))::int as est from gateway_request_log where key_id = ?",
+      [keyId.items[0]!.id],
+    );
+    expect(mine).toEqual({
+      subject: keyId.items[0]!.id,
+      requests: expected!.n,
+      inputTokens: expected!.input,
+      outputTokens: expected!.output,
+      totalTokens: expected!.input + expected!.output,
+      estimatedRequests: expected!.est,
+    });
+    const byModel = await admin("GET", "/v1/gateway/usage?groupBy=model");
+    expect((byModel.body as { groupBy: string; items: { subject: string }[] }).groupBy).toBe("model");
+    expect((byModel.body as { items: { subject: string }[] }).items.map((r) => r.subject)).toContain(fakeModel("claude-x", { inputTokens: 40, outputTokens: 9 }));
+    const past = await admin("GET", "/v1/gateway/usage?startTime=2020-01-01T00:00:00Z&endTime=2020-01-02T00:00:00Z");
+    expect(past.body).toEqual({ startTime: "2020-01-01T00:00:00.000Z", endTime: "2020-01-02T00:00:00.000Z", groupBy: "key", items: [] });
+    const bad = await admin("GET", "/v1/gateway/usage?startTime=yesterday");
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({
+      error: "startTime must be an ISO-8601 date-time, such as 2024-03-22T11:31:01Z",
+      message: "startTime must be an ISO-8601 date-time, such as 2024-03-22T11:31:01Z",
+      code: "invalid_argument",
+    });
+  });
+});
