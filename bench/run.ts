@@ -1,15 +1,20 @@
 /**
- * REST /v1 (the facade) against a direct Connect call, for the same operations, in one run.
- * Warden runs in this process over a database of its own; see docs/performance.md.
+ * Two sections, in one run (see docs/performance.md):
+ *
+ * 1. REST /v1 (the facade) against a direct Connect call, for the same operations. Warden runs in
+ *    this process over a database of its own.
+ * 2. The model gateway against a bare undici proxy and direct calls to a fake provider, each in a
+ *    process of its own (bench/gateway/).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
  * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
- * number of requests.
+ * number of requests; BENCH_ONLY=rest or BENCH_ONLY=gateway runs one section.
  */
 import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
 import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";
 import { connectClient, restClient, type ConnectClient, type RestClient } from "./clients.ts";
+import { runGatewayBench } from "./gateway/run.ts";
 import { burst, concurrentThroughput, latencyStats, sequentialLatencies, type Door } from "./measure.ts";
 import { machine, markdownReport, type OperationResult } from "./report.ts";
 import { startBenchServer } from "./server.ts";
@@ -17,6 +22,8 @@ import { startBenchServer } from "./server.ts";
 const scale = Number(process.env.BENCH_SCALE ?? "1");
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
 const count = (n: number): number => Math.max(1, Math.round(n * scale));
+const only = process.env.BENCH_ONLY ?? "";
+if (!["", "rest", "gateway"].includes(only)) throw new Error(`BENCH_ONLY must be "rest" or "gateway", got "${only}"`);
 
 const seedProjects = 100;
 const concurrency = 16;
@@ -118,7 +125,8 @@ async function measure(operation: string, requests: Record<string, string>, door
   };
 }
 
-async function main(): Promise<void> {
+/** The REST-vs-Connect section; prints its report. */
+async function restSection(): Promise<void> {
   const started = performance.now();
   const date = new Date();
   log(process.env.DATABASE_URL ? "starting Warden on a fresh database of DATABASE_URL's server" : "starting Warden on an embedded PostgreSQL");
@@ -189,6 +197,14 @@ async function main(): Promise<void> {
       wallSeconds: (performance.now() - started) / 1000,
     }),
   );
+}
+
+async function main(): Promise<void> {
+  if (only !== "gateway") await restSection();
+  if (only !== "rest") {
+    if (only === "") process.stdout.write("\n");
+    process.stdout.write(await runGatewayBench({ scale, log }));
+  }
 }
 
 await main();

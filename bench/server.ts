@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { startApp, type App } from "../src/app.ts";
+import { startApp, type App, type Roles } from "../src/app.ts";
 import { startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { loadConfig } from "../src/platform/config.ts";
 import { createLogger } from "../src/platform/logger.ts";
@@ -13,6 +13,10 @@ export interface BenchServer {
   app: App;
   baseUrl: string;
   adminKey: string;
+  /** The bench's own database, for other Warden processes to share. */
+  databaseUrl: string;
+  /** Warden's data dir (temporary). */
+  dataDir: string;
   /** Where the database came from, for the report. */
   databaseKind: "DATABASE_URL" | "embedded";
   /** `server_version` of the PostgreSQL under test. */
@@ -20,12 +24,19 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
+export interface BenchServerOptions {
+  /** What this process serves; both halves by default. */
+  roles?: Roles;
+  /** More Warden settings, as environment variables (WARDEN_MASTER_KEY, WARDEN_WORKERS, …). */
+  settings?: Record<string, string>;
+}
+
 /**
  * Warden in this process, as test/support/app.ts starts it, over a database of its own: a fresh
  * `warden_bench_<random>` on the DATABASE_URL server (dropped at the end), or an embedded
  * PostgreSQL in a temporary folder.
  */
-export async function startBenchServer(env: NodeJS.ProcessEnv = process.env): Promise<BenchServer> {
+export async function startBenchServer(env: NodeJS.ProcessEnv = process.env, options: BenchServerOptions = {}): Promise<BenchServer> {
   const cleanups: (() => Promise<void>)[] = [];
   const cleanup = async (): Promise<void> => {
     for (const fn of cleanups.reverse()) {
@@ -66,22 +77,26 @@ export async function startBenchServer(env: NodeJS.ProcessEnv = process.env): Pr
     });
 
     const adminKey = generateManagementKey();
+    const dataDir = path.join(tempDir, "warden-data");
     const config = loadConfig({
+      ...options.settings,
       DATABASE_URL: databaseUrl,
       WARDEN_API_PORT: "0",
       WARDEN_GATEWAY_PORT: "0",
       WARDEN_HOST: "127.0.0.1",
-      WARDEN_DATA_DIR: path.join(tempDir, "warden-data"),
+      WARDEN_DATA_DIR: dataDir,
       WARDEN_ADMIN_KEY: adminKey,
       WARDEN_LOG_LEVEL: "silent",
     });
-    const app = await startApp(config, createLogger(config.logLevel));
+    const app = await startApp(config, createLogger(config.logLevel), {}, options.roles);
     cleanups.push(() => app.stop());
 
     return {
       app,
       baseUrl: `http://127.0.0.1:${app.apiPort}`,
       adminKey,
+      databaseUrl,
+      dataDir,
       databaseKind,
       postgresVersion,
       stop: cleanup,

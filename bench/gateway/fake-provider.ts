@@ -1,0 +1,96 @@
+/**
+ * The bench's fake OpenAI-style provider, run as a child process of the bench (`node --expose-gc
+ * bench/gateway/fake-provider.ts`). It does as little as it can, so that it is never what limits
+ * a measurement: POST /v1/responses reads the small JSON body and answers fixed bytes made at
+ * start.
+ *
+ * - `"stream": true` absent: a small JSON Response, with content-length.
+ * - `"stream": true`: 20 server-sent events, one write each, one event-loop turn apart
+ *   (setImmediate), so that they travel as separate chunks as a real stream's do.
+ * - `"stream": true` and model `bench-hold`: the first event, then nothing until the bench sends
+ *   {type: "release"} over IPC; then the other 19 events and the end, for every held stream.
+ *
+ * It does not check the provider key. It tells the bench its port with {type: "ready", port}.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import "./gc-hook.ts";
+import { isToChild, tell } from "./ipc.ts";
+import { completeAnswer, holdModel, streamAnswer } from "./payloads.ts";
+
+interface Answers {
+  complete: Buffer;
+  stream: Buffer[];
+}
+const answers = new Map<string, Answers>();
+function answersFor(model: string): Answers {
+  let found = answers.get(model);
+  if (!found) {
+    found = { complete: completeAnswer(model), stream: streamAnswer(model) };
+    answers.set(model, found);
+  }
+  return found;
+}
+
+const sseHeaders = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+const held = new Set<{ res: http.ServerResponse; events: Buffer[] }>();
+
+function writeFrom(res: http.ServerResponse, events: Buffer[], index: number): void {
+  if (res.destroyed) return;
+  if (index === events.length - 1) {
+    res.end(events[index]);
+    return;
+  }
+  res.write(events[index]);
+  setImmediate(writeFrom, res, events, index + 1);
+}
+
+function answer(res: http.ServerResponse, raw: Buffer): void {
+  let body: { model?: unknown; stream?: unknown };
+  try {
+    body = JSON.parse(raw.toString("utf8")) as { model?: unknown; stream?: unknown };
+  } catch {
+    res.writeHead(400, { "content-type": "application/json" }).end('{"error":{"message":"bad JSON","type":"invalid_request_error","param":null,"code":null}}');
+    return;
+  }
+  const model = typeof body.model === "string" ? body.model : "unknown";
+  const { complete, stream } = answersFor(model);
+  if (body.stream !== true) {
+    res.writeHead(200, { "content-type": "application/json", "content-length": complete.length });
+    res.end(complete);
+    return;
+  }
+  res.writeHead(200, sseHeaders);
+  if (model === holdModel) {
+    res.write(stream[0]);
+    const entry = { res, events: stream };
+    held.add(entry);
+    res.once("close", () => held.delete(entry));
+    return;
+  }
+  writeFrom(res, stream, 0);
+}
+
+const server = http.createServer((req, res) => {
+  if (req.method !== "POST" || req.url !== "/v1/responses") {
+    res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}');
+    return;
+  }
+  const chunks: Buffer[] = [];
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  req.on("end", () => answer(res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+});
+server.keepAliveTimeout = 65_000;
+
+process.on("message", (message: unknown) => {
+  if (!isToChild(message) || message.type !== "release") return;
+  const entries = [...held];
+  held.clear();
+  for (const { res, events } of entries) writeFrom(res, events, 1);
+  tell({ type: "released", count: entries.length });
+});
+
+// A deep backlog: the bench opens 2,000 held streams in bursts.
+server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, () => {
+  tell({ type: "ready", port: (server.address() as AddressInfo).port });
+});
