@@ -1,37 +1,20 @@
 import { writeFile, mkdir } from "node:fs/promises";
 import path from "node:path";
-import { createRouterTransport } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { commitEntities } from "./commits/entities.ts";
 import { gatewayEntities } from "./gateway/config/entities.ts";
 import { loadMasterKey, SecretBox } from "./gateway/config/secrets.ts";
-import { startGateway, type Gateway } from "./gateway/gateway.ts";
+import type { Gateway } from "./gateway/gateway.ts";
 import { openCounterStore } from "./gateway/limits/counter-store.ts";
-import type { CounterStore } from "./gateway/limits/types.ts";
 import type { DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
 import { pipelineEntities } from "./pipelines/entities.ts";
 import type { Config } from "./platform/config.ts";
-import {
-  authInterceptor,
-  entityManagerInterceptor,
-  errorInterceptor,
-  nulCharacterInterceptor,
-} from "./platform/interceptors.ts";
 import type { Logger } from "./platform/logger.ts";
-import { createOpsHandler } from "./platform/ops.ts";
-import { listen, type Listener } from "./platform/server.ts";
 import { projectEntities } from "./projects/entities.ts";
-import { createRestFacade } from "./rest/facade.ts";
-import { RouteTable } from "./rest/route-table.ts";
-import { routes, services } from "./routes.ts";
 import { taskEntities } from "./tasks/entities.ts";
-import { TaskQueue } from "./tasks/queue.ts";
-import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
 import { testEntities } from "./tests/entities.ts";
-import { ApiKeyAuthenticator } from "./workspaces/authenticator.ts";
 import { bootstrap } from "./workspaces/bootstrap.ts";
 import { workspaceEntities } from "./workspaces/entities.ts";
 
@@ -90,9 +73,10 @@ export async function startApp(
   }
 
   const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
-  const counters = openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, logger });
+  const counters = await openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, logger });
+  // Each half is loaded only by a process that serves it, so that a gateway process stays small.
   const gateway = roles.gateway
-    ? await startGateway({
+    ? await (await import("./gateway/gateway.ts")).startGateway({
         orm,
         databaseUrl,
         secrets,
@@ -108,7 +92,9 @@ export async function startApp(
         defaultMaxTokens: config.gatewayDefaultMaxTokens,
       })
     : undefined;
-  const api = roles.api ? await startApi(config, logger, orm, databaseUrl, { secrets, consumption: counters.store }) : undefined;
+  const api = roles.api
+    ? await (await import("./api.ts")).startApi(config, logger, orm, databaseUrl, { secrets, consumption: counters.store })
+    : undefined;
 
   return {
     apiPort: api?.port,
@@ -123,58 +109,3 @@ export async function startApp(
     },
   };
 }
-
-/** The management API: Connect, gRPC and REST on one port, and the task workers. */
-async function startApi(
-  config: Config,
-  logger: Logger,
-  orm: MikroORM,
-  databaseUrl: string,
-  gateway: { secrets: SecretBox; consumption: Pick<CounterStore, "consumption"> },
-) {
-  const tasks = new TaskQueue(databaseUrl, orm, logger);
-  tasks.register(bulkUpdateTaskType, runBulkUpdate);
-  await tasks.start({ runWorkers: config.runWorkers });
-
-  const routeFn = routes({
-    publicUrl: config.publicUrl,
-    tasks,
-    secrets: gateway.secrets,
-    consumption: gateway.consumption,
-    defaultMaxInFlight: config.gatewayMaxInFlight,
-  });
-  const routerOptions = {
-    interceptors: [
-      errorInterceptor(logger),
-      authInterceptor(new ApiKeyAuthenticator(orm)),
-      nulCharacterInterceptor(),
-      entityManagerInterceptor(orm),
-    ],
-    readMaxBytes: config.maxBodyBytes,
-  };
-  const rest = createRestFacade({
-    routes: new RouteTable(services),
-    transport: createRouterTransport(routeFn, { router: routerOptions }),
-    maxBodyBytes: config.maxBodyBytes,
-    publicUrl: config.publicUrl,
-    logger,
-  });
-  const ops = createOpsHandler(async () => orm.isConnected());
-  const handler = connectNodeAdapter({
-    routes: routeFn,
-    ...routerOptions,
-    fallback: (req, res) => {
-      void ops(req, res).then((handled) => (handled ? undefined : rest(req, res)));
-    },
-  });
-  const listener: Listener = await listen(handler, config.apiPort, config.host);
-  logger.info({ port: listener.port }, "management API listening");
-  return {
-    port: listener.port,
-    async stop() {
-      await listener.close();
-      await tasks.stop();
-    },
-  };
-}
-

@@ -147,15 +147,16 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
     const configuration = await configureGateway(admin, providerUrl);
 
     log("gateway: starting the bare proxy and `node src/main.ts gateway`");
-    // Node flags for both processes under test, for experiments (--max-semi-space-size=8, --cpu-prof, …).
-    const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "").split(/\s+/).filter(Boolean);
+    // Node flags for both processes under test: by default those of `npm run gateway`, so that both
+    // run as deployed; BENCH_GATEWAY_NODE_FLAGS replaces them for experiments (--cpu-prof, …).
+    const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "--max-semi-space-size=4").split(/\s+/).filter(Boolean);
     const proxy = start("bare proxy", ["--expose-gc", ...nodeFlags, here("bare-proxy.ts")], cores?.middle, {
       ...process.env,
       BENCH_UPSTREAM: providerUrl,
       BENCH_CONNECTIONS: String(gatewayCapacity),
     });
     const gatewayPort = await freePort();
-    // As deployed: one JSON line per request at info. BENCH_GATEWAY_LOG_LEVEL=warn measures without it.
+    // As deployed, at info. BENCH_GATEWAY_LOG_LEVEL=debug adds a log line per request.
     const logLevel = process.env.BENCH_GATEWAY_LOG_LEVEL || "info";
     const gateway = start(
       "gateway",

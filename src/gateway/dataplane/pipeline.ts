@@ -54,9 +54,10 @@ export interface PipelineDeps {
 
 type CallEndpoint = Endpoint & { kind: "call" };
 
-/** What one request has learned so far, for its log line and its request-log row. */
+/** What one request has learned so far, for its log lines and its request-log row. */
 interface Trace {
-  log: Logger;
+  /** The request's logger: every line carries its request ID. Made when first used. */
+  readonly log: Logger;
   requestId: string;
   endpoint: string;
   key?: GatewayKey;
@@ -80,7 +81,14 @@ export function createGatewayHandler(deps: PipelineDeps) {
 
   return function handleGatewayRequest(req: IncomingMessage, res: ServerResponse): void {
     const requestId = headerValue(req, "x-request-id") ?? randomUUID();
-    const trace: Trace = { log: deps.logger.child({ requestId }), requestId, endpoint: "unknown" };
+    let log: Logger | undefined;
+    const trace: Trace = {
+      get log() {
+        return (log ??= deps.logger.child({ requestId }));
+      },
+      requestId,
+      endpoint: "unknown",
+    };
     const started = performance.now();
     const time = new Date();
     inFlight += 1;
@@ -89,7 +97,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
       .finally(() => {
         inFlight -= 1;
         const latencyMs = Math.round(performance.now() - started);
-        trace.log.info(
+        // Every request is in the request log already; this line is for debugging.
+        if (deps.logger.isLevelEnabled("debug")) trace.log.debug(
           { method: req.method, path: req.url, status: res.statusCode, keyId: trace.key?.id, model: trace.model, provider: trace.provider, ms: latencyMs },
           "gateway request",
         );
@@ -116,7 +125,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse, trace: Trace, inFlightNow: number, started: number): Promise<void> {
-    const pathname = new URL(req.url ?? "/", "http://gateway").pathname;
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    const pathname = query === -1 ? url : url.slice(0, query);
     const match = matchEndpoint(pathname);
     if (!match) return fail(res, trace, styleForUnknownPath(pathname), unknownPath(pathname));
     const endpoint = match.endpoint;
@@ -184,7 +195,10 @@ export function createGatewayHandler(deps: PipelineDeps) {
       if (!upstream.tryAcquire()) throw noUpstreamCapacity(route.provider.name);
       try {
         const abort = new AbortController();
-        res.once("close", () => abort.abort());
+        // The caller left before the answer was done: stop the provider call too.
+        res.once("close", () => {
+          if (!res.writableFinished) abort.abort();
+        });
         const upstreamBody = route.upstreamModel === model ? raw : Buffer.from(JSON.stringify({ ...body, model: route.upstreamModel }));
         const response = await upstream.send({
           endpoint: endpoint.endpoint,

@@ -1,6 +1,5 @@
 import type { Logger } from "../../platform/logger.ts";
 import { PgCounterStore } from "./pg-store.ts";
-import { RedisCounterStore } from "./redis-store.ts";
 import type { CounterStore } from "./types.ts";
 
 /** Every process sweeps: the stores make concurrent sweeps safe, and one minute is plenty. */
@@ -15,14 +14,19 @@ export interface CounterStoreHandle {
  * The usage counters: in Redis when a URL is given (settled usage is still written to
  * PostgreSQL), else in PostgreSQL. Reservations of crashed processes are swept periodically.
  */
-export function openCounterStore(options: {
+export async function openCounterStore(options: {
   databaseUrl: string;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   logger: Logger;
-}): CounterStoreHandle {
+}): Promise<CounterStoreHandle> {
+  // The Redis client is loaded only when Redis is configured.
   const store: CounterStore = options.redisUrl
-    ? new RedisCounterStore({ redisUrl: options.redisUrl, databaseUrl: options.databaseUrl, keyPrefix: options.redisKeyPrefix })
+    ? new (await import("./redis-store.ts")).RedisCounterStore({
+        redisUrl: options.redisUrl,
+        databaseUrl: options.databaseUrl,
+        keyPrefix: options.redisKeyPrefix,
+      })
     : new PgCounterStore({ databaseUrl: options.databaseUrl });
   const timer = setInterval(() => {
     store.sweep(new Date()).then(

@@ -33,14 +33,32 @@ export interface RequestLogOptions {
   maxBuffered?: number;
 }
 
-const columns = [
-  "request_id", "time", "workspace_id", "key_id", "user_id", "group_ids", "endpoint", "model", "provider", "status",
-  "error_type", "latency_ms", "ttfb_ms", "input_tokens", "output_tokens", "tokens_estimated", "guardrail_verdict",
+/** Columns and their array types; group_ids (an array itself) travels as text and is cast back. */
+const columns: [string, string][] = [
+  ["request_id", "text"], ["time", "timestamptz"], ["workspace_id", "uuid"], ["key_id", "uuid"], ["user_id", "uuid"],
+  ["group_ids", "text"], ["endpoint", "text"], ["model", "text"], ["provider", "text"], ["status", "smallint"],
+  ["error_type", "text"], ["latency_ms", "integer"], ["ttfb_ms", "integer"], ["input_tokens", "integer"],
+  ["output_tokens", "integer"], ["tokens_estimated", "boolean"], ["guardrail_verdict", "text"],
 ];
+
+const insertSql = `insert into gateway_request_log (${columns.map(([name]) => name).join(", ")})
+  select ${columns.map(([name]) => (name === "group_ids" ? "group_ids::uuid[]" : name)).join(", ")}
+    from unnest(${columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
+      as batch(${columns.map(([name]) => name).join(", ")})`;
+
+function columnValues(batch: RequestLogEntry[]): unknown[][] {
+  return [
+    batch.map((e) => e.requestId), batch.map((e) => e.time), batch.map((e) => e.workspaceId), batch.map((e) => e.keyId),
+    batch.map((e) => e.userId), batch.map((e) => `{${e.groupIds.join(",")}}`), batch.map((e) => e.endpoint),
+    batch.map((e) => e.model), batch.map((e) => e.provider), batch.map((e) => e.status), batch.map((e) => e.errorType),
+    batch.map((e) => e.latencyMs), batch.map((e) => e.ttfbMs), batch.map((e) => e.inputTokens),
+    batch.map((e) => e.outputTokens), batch.map((e) => e.tokensEstimated), batch.map((e) => e.guardrailVerdict),
+  ];
+}
 
 /**
  * The request log, written off the hot path: requests append to a buffer, and a timer writes it
- * in multi-row inserts. A database outage delays rows, and past `maxBuffered` drops the oldest,
+ * in batched inserts. A database outage delays rows, and past `maxBuffered` drops the oldest,
  * saying how many in the log, rather than holding requests up or growing without bound.
  */
 export class RequestLog {
@@ -88,16 +106,10 @@ export class RequestLog {
   async #write(): Promise<void> {
     while (this.#buffer.length > 0) {
       const batch = this.#buffer.slice(0, this.#options.batchSize);
-      const values: unknown[] = [];
-      const rows = batch.map((e, i) => {
-        values.push(
-          e.requestId, e.time, e.workspaceId, e.keyId, e.userId, e.groupIds, e.endpoint, e.model, e.provider, e.status,
-          e.errorType, e.latencyMs, e.ttfbMs, e.inputTokens, e.outputTokens, e.tokensEstimated, e.guardrailVerdict,
-        );
-        return `(${columns.map((_, j) => `$${i * columns.length + j + 1}`).join(", ")})`;
-      });
+      // One array per column, unnested: a constant 17 parameters however large the batch.
+      const values = columnValues(batch);
       try {
-        await this.#pool.query(`insert into gateway_request_log (${columns.join(", ")}) values ${rows.join(", ")}`, values);
+        await this.#pool.query(insertSql, values);
       } catch (err) {
         this.#options.logger.warn({ err, buffered: this.#buffer.length }, "request log write failed; will retry");
         return;

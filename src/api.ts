@@ -1,0 +1,81 @@
+import { createRouterTransport } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { SecretBox } from "./gateway/config/secrets.ts";
+import type { CounterStore } from "./gateway/limits/types.ts";
+import type { Config } from "./platform/config.ts";
+import {
+  authInterceptor,
+  entityManagerInterceptor,
+  errorInterceptor,
+  nulCharacterInterceptor,
+} from "./platform/interceptors.ts";
+import type { Logger } from "./platform/logger.ts";
+import { createOpsHandler } from "./platform/ops.ts";
+import { listen, type Listener } from "./platform/server.ts";
+import { createRestFacade } from "./rest/facade.ts";
+import { RouteTable } from "./rest/route-table.ts";
+import { routes, services } from "./routes.ts";
+import { TaskQueue } from "./tasks/queue.ts";
+import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
+import { ApiKeyAuthenticator } from "./workspaces/authenticator.ts";
+
+export interface Api {
+  port: number;
+  stop(): Promise<void>;
+}
+
+/** The management API: Connect, gRPC and REST on one port, and the task workers. */
+export async function startApi(
+  config: Config,
+  logger: Logger,
+  orm: MikroORM,
+  databaseUrl: string,
+  gateway: { secrets: SecretBox; consumption: Pick<CounterStore, "consumption"> },
+): Promise<Api> {
+  const tasks = new TaskQueue(databaseUrl, orm, logger);
+  tasks.register(bulkUpdateTaskType, runBulkUpdate);
+  await tasks.start({ runWorkers: config.runWorkers });
+
+  const routeFn = routes({
+    publicUrl: config.publicUrl,
+    tasks,
+    secrets: gateway.secrets,
+    consumption: gateway.consumption,
+    defaultMaxInFlight: config.gatewayMaxInFlight,
+  });
+  const routerOptions = {
+    interceptors: [
+      errorInterceptor(logger),
+      authInterceptor(new ApiKeyAuthenticator(orm)),
+      nulCharacterInterceptor(),
+      entityManagerInterceptor(orm),
+    ],
+    readMaxBytes: config.maxBodyBytes,
+  };
+  const rest = createRestFacade({
+    routes: new RouteTable(services),
+    transport: createRouterTransport(routeFn, { router: routerOptions }),
+    maxBodyBytes: config.maxBodyBytes,
+    publicUrl: config.publicUrl,
+    logger,
+  });
+  const ops = createOpsHandler(async () => orm.isConnected());
+  const handler = connectNodeAdapter({
+    routes: routeFn,
+    ...routerOptions,
+    fallback: (req, res) => {
+      void ops(req, res).then((handled) => (handled ? undefined : rest(req, res)));
+    },
+  });
+  const listener: Listener = await listen(handler, config.apiPort, config.host);
+  logger.info({ port: listener.port }, "management API listening");
+  return {
+    port: listener.port,
+    async stop() {
+      await listener.close();
+      await tasks.stop();
+    },
+  };
+}
+
