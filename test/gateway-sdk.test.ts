@@ -49,18 +49,37 @@ describe("the official SDKs through the gateway", () => {
     expect(g.azure.requests.at(-1)!.query.get("api-version")).toBe("2025-04-01-preview");
   });
 
-  it("passes the provider's bytes through unchanged", async () => {
-    const body = JSON.stringify({ model: "gpt-test", input: "Same bytes?" });
-    const direct = await bytes(`${g.openai.url}/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${g.openai.apiKey}`, "content-type": "application/json" },
-      body,
-    });
-    const through = await bytes(`${t.gatewayUrl}/v1/responses`, {
+  it.each([
+    ["messages", "/v1/messages", "anthropic", { model: "claude-test", max_tokens: 32, messages: [{ role: "user", content: "Same bytes?" }] }],
+    ["messages, streamed", "/v1/messages", "anthropic", { model: "claude-test", max_tokens: 32, stream: true, messages: [{ role: "user", content: "Same bytes?" }] }],
+    ["responses", "/v1/responses", "openai", { model: "gpt-test", input: "Same bytes?" }],
+    ["responses, streamed", "/v1/responses", "openai", { model: "gpt-test", input: "Same bytes?", stream: true }],
+    ["embeddings", "/v1/embeddings", "openai", { model: "text-embedding-test", input: ["a", "b"] }],
+    ["images", "/v1/images/generations", "openai", { model: "image-test", prompt: "a cat" }],
+  ] as const)("%s: the caller gets the provider's bytes", async (_name, path, kind, request) => {
+    const fake = kind === "anthropic" ? g.anthropic : g.openai;
+    const body = JSON.stringify(request);
+    const auth: Record<string, string> = kind === "anthropic" ? { "x-api-key": fake.apiKey } : { authorization: `Bearer ${fake.apiKey}` };
+    const direct = await bytes(`${fake.url}${path}`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body });
+    const through = await bytes(`${t.gatewayUrl}${path}`, {
       method: "POST",
       headers: { authorization: `Bearer ${g.key}`, "content-type": "application/json" },
       body,
     });
+    expect(direct.status).toBe(200);
     expect(through).toEqual(direct);
+  });
+
+  it("model lists through both SDKs", async () => {
+    const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
+    const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: g.key, maxRetries: 0 });
+    await g.admin("POST", "/v1/gateway/routing-rules", { body: { priority: 1, models: ["claude-listed"], providerName: "anthropic" } });
+    await t.app.gateway!.watcher.reload();
+    const fromAnthropic = [];
+    for await (const model of anthropic.models.list()) fromAnthropic.push(model.id);
+    const fromOpenai = [];
+    for await (const model of openai.models.list()) fromOpenai.push(model.id);
+    expect(fromAnthropic).toEqual(["claude-listed"]);
+    expect(fromOpenai).toEqual(["claude-listed"]);
   });
 });
