@@ -85,7 +85,7 @@ async function ownSubject(em: EntityManager, workspaceId: string, scope: LimitSc
   return id;
 }
 
-function usageLimitMessage(row: UsageLimitRow): MessageInitShape<typeof UsageLimitSchema> {
+export function usageLimitMessage(row: UsageLimitRow): MessageInitShape<typeof UsageLimitSchema> {
   return {
     id: row.id,
     scope: enumValue(LimitScope, row.scope),

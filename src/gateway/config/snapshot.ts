@@ -8,15 +8,15 @@ import {
   ProviderEntity,
   RoutingRuleEntity,
   UsageLimitEntity,
+  type UsageLimitRow,
 } from "./entities.ts";
+import type { LimitPeriod, LimitScope, UsageLimit } from "../limits/types.ts";
 import type { SecretBox } from "./secrets.ts";
 import type {
   GatewayKey,
   GatewaySnapshot,
   GuardrailKind,
   GuardrailStage,
-  LimitPeriod,
-  LimitScope,
   ProviderConfig,
   ProviderKind,
   WorkspaceConfig,
@@ -27,6 +27,18 @@ const providerKinds: Record<string, ProviderKind> = {
   OPENAI: "openai",
   AZURE_OPENAI: "azure_openai",
 };
+
+/** A stored usage limit as the counters take it. */
+export function usageLimitOf(row: UsageLimitRow): UsageLimit {
+  return {
+    id: row.id,
+    workspaceId: row.workspaceId,
+    scope: row.scope.toLowerCase() as LimitScope,
+    subjectId: row.subjectId,
+    period: row.period.toLowerCase() as LimitPeriod,
+    tokenLimit: Number(row.tokenLimit),
+  };
+}
 
 export interface SnapshotSources {
   orm: MikroORM;
@@ -109,16 +121,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
       classifierTimeoutMs: row.classifierTimeoutMs ?? null,
     });
   }
-  for (const row of usageLimits) {
-    workspace(row.workspaceId).usageLimits.push({
-      id: row.id,
-      workspaceId: row.workspaceId,
-      scope: row.scope.toLowerCase() as LimitScope,
-      subjectId: row.subjectId,
-      period: row.period.toLowerCase() as LimitPeriod,
-      tokenLimit: Number(row.tokenLimit),
-    });
-  }
+  for (const row of usageLimits) workspace(row.workspaceId).usageLimits.push(usageLimitOf(row));
 
   const keyAllowLists = new Map<string, string[]>();
   for (const rule of accessRules) {

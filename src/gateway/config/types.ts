@@ -1,3 +1,5 @@
+import type { UsageLimit } from "../limits/types.ts";
+
 /**
  * The gateway's configuration as the data plane sees it: an immutable in-memory snapshot,
  * rebuilt from PostgreSQL when the configuration changes (LISTEN/NOTIFY). The request path reads
@@ -81,17 +83,6 @@ export interface GuardrailConfig {
   classifierTimeoutMs: number | null;
 }
 
-export type LimitScope = "key" | "user" | "group";
-export type LimitPeriod = "daily" | "weekly" | "monthly" | "all_time";
-
-export interface UsageLimitConfig {
-  id: string;
-  workspaceId: string;
-  scope: LimitScope;
-  subjectId: string;
-  period: LimitPeriod;
-  tokenLimit: number;
-}
 
 export interface WorkspaceConfig {
   workspaceId: string;
@@ -105,7 +96,7 @@ export interface WorkspaceConfig {
   groupAllowLists: Map<string, string[]>;
   /** Enabled guardrails only. */
   guardrails: GuardrailConfig[];
-  usageLimits: UsageLimitConfig[];
+  usageLimits: UsageLimit[];
 }
 
 export interface GatewaySettings {

@@ -9,8 +9,8 @@ import { isUpstreamError, UpstreamBodyTimeoutError, UpstreamTimeoutError } from 
  * spec tells gateway messages from provider messages by these texts.
  */
 
-export type GuardrailKind = "pii" | "prompt_injection" | "content_safety";
-export type GuardrailStage = "input" | "output";
+import type { GuardrailKind, GuardrailStage } from "../config/types.ts";
+import type { LimitPeriod } from "../limits/types.ts";
 
 /** The images endpoint's `detail` object for a guardrail block. */
 export interface GuardrailDetail {
@@ -109,8 +109,6 @@ export const guardrailBlocked = (type: GuardrailKind, stage: GuardrailStage, rea
   new GatewayError(422, reason, { detailObject: { type, stage, reason } });
 
 // 429: a usage limit; no Retry-After, since a retry fails until the period resets.
-
-export type LimitPeriod = "daily" | "weekly" | "monthly" | "all_time";
 
 /** `resetsAt` is the UTC start of the next period; it is written as its UTC date, YYYY-MM-DD. */
 export function usageLimitReached(period: LimitPeriod, resetsAt?: Date): GatewayError {

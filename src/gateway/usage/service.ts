@@ -1,11 +1,11 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { LimitPeriod, LimitScope } from "../../../gen/warden/gateway/v1/admin_pb.js";
 import { UsageGrouping, type GatewayUsageService } from "../../../gen/warden/gateway/v1/usage_pb.js";
 import { emOf, principalOf } from "../../platform/context.ts";
-import { enumValue } from "../../platform/enums.ts";
 import { invalidArgument } from "../../platform/errors.ts";
+import { usageLimitMessage } from "../admin/usage-limits.ts";
 import { UsageLimitEntity } from "../config/entities.ts";
+import { usageLimitOf } from "../config/snapshot.ts";
 import type { CounterStore } from "../limits/types.ts";
 
 /** The request-log column each grouping sums by; groups are a list, so they are unnested. */
@@ -55,29 +55,14 @@ export function createGatewayUsageService(options: UsageServiceOptions): Service
 
     async listLimitConsumption(_req, ctx) {
       const rows = await emOf(ctx).find(UsageLimitEntity, { workspaceId: principalOf(ctx).workspaceId }, { orderBy: [{ dateCreated: "asc" }, { id: "asc" }] });
-      const limits = rows.map((row) => ({
-        id: row.id,
-        workspaceId: row.workspaceId,
-        scope: row.scope.toLowerCase() as "key" | "user" | "group",
-        subjectId: row.subjectId,
-        period: row.period.toLowerCase() as "daily" | "weekly" | "monthly" | "all_time",
-        tokenLimit: Number(row.tokenLimit),
-      }));
+      const limits = rows.map(usageLimitOf);
       const now = new Date();
       const consumption = await options.consumption.consumption(limits, now);
       return {
         items: rows.map((row) => {
           const spent = consumption.get(row.id);
           return {
-            limit: {
-              id: row.id,
-              scope: enumValue(LimitScope, row.scope),
-              subjectId: row.subjectId,
-              period: enumValue(LimitPeriod, row.period),
-              tokenLimit: BigInt(row.tokenLimit),
-              dateCreated: timestampFromDate(row.dateCreated),
-              dateUpdated: timestampFromDate(row.dateUpdated),
-            },
+            limit: usageLimitMessage(row),
             used: BigInt(spent?.used ?? 0),
             reserved: BigInt(spent?.reserved ?? 0),
             periodStart: spent?.periodStart ? timestampFromDate(spent.periodStart) : undefined,
