@@ -5,15 +5,18 @@
  *    this process over a database of its own.
  * 2. The model gateway against a bare undici proxy and direct calls to a fake provider, each in a
  *    process of its own (bench/gateway/).
+ * 3. What guardrails and usage limits cost the gateway per request, each against the same gateway
+ *    with the feature off (bench/gateway/costs.ts).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
  * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
- * number of requests; BENCH_ONLY=rest or BENCH_ONLY=gateway runs one section.
+ * number of requests; BENCH_ONLY=rest, BENCH_ONLY=gateway or BENCH_ONLY=gateway-costs runs one section.
  */
 import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
 import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";
 import { connectClient, restClient, type ConnectClient, type RestClient } from "./clients.ts";
+import { runGatewayCostsBench } from "./gateway/costs.ts";
 import { runGatewayBench } from "./gateway/run.ts";
 import { burst, concurrentThroughput, latencyStats, sequentialLatencies, type Door } from "./measure.ts";
 import { machine, markdownReport, type OperationResult } from "./report.ts";
@@ -23,7 +26,8 @@ const scale = Number(process.env.BENCH_SCALE ?? "1");
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
 const count = (n: number): number => Math.max(1, Math.round(n * scale));
 const only = process.env.BENCH_ONLY ?? "";
-if (!["", "rest", "gateway"].includes(only)) throw new Error(`BENCH_ONLY must be "rest" or "gateway", got "${only}"`);
+const sections = ["rest", "gateway", "gateway-costs"];
+if (only !== "" && !sections.includes(only)) throw new Error(`BENCH_ONLY must be one of ${sections.map((s) => `"${s}"`).join(", ")}, got "${only}"`);
 
 const seedProjects = 100;
 const concurrency = 16;
@@ -126,7 +130,7 @@ async function measure(operation: string, requests: Record<string, string>, door
 }
 
 /** The REST-vs-Connect section; prints its report. */
-async function restSection(): Promise<void> {
+async function restSection(report: (text: string) => void): Promise<void> {
   const started = performance.now();
   const date = new Date();
   log(process.env.DATABASE_URL ? "starting Warden on a fresh database of DATABASE_URL's server" : "starting Warden on an embedded PostgreSQL");
@@ -184,7 +188,7 @@ async function restSection(): Promise<void> {
   }
 
   if (!codec) throw new Error("the serialisation costs were not measured");
-  process.stdout.write(
+  report(
     markdownReport({
       date,
       machine: machine(),
@@ -200,11 +204,15 @@ async function restSection(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  if (only !== "gateway") await restSection();
-  if (only !== "rest") {
-    if (only === "") process.stdout.write("\n");
-    process.stdout.write(await runGatewayBench({ scale, log }));
-  }
+  const runs = (section: string): boolean => only === "" || only === section;
+  let first = true;
+  const report = (text: string): void => {
+    process.stdout.write(first ? text : `\n${text}`);
+    first = false;
+  };
+  if (runs("rest")) await restSection(report);
+  if (runs("gateway")) report(await runGatewayBench({ scale, log }));
+  if (runs("gateway-costs")) report(await runGatewayCostsBench({ scale, log }));
 }
 
 await main();

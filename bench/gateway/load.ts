@@ -36,6 +36,22 @@ export async function callOnce(pool: Pool, target: Target, body: Buffer, expecte
   if (bytes !== expectedBytes) throw new UnexpectedAnswer(`${target.name}: ${bytes} bytes of answer, expected ${expectedBytes}`);
 }
 
+/** One request, read to the end; its status, whatever it is (for probes). */
+export async function statusOf(pool: Pool, target: Target, body: Buffer): Promise<number> {
+  const res = await pool.request({ method: "POST", path: responsesPath, headers: target.headers, body });
+  await res.body.dump();
+  return res.statusCode;
+}
+
+/** `fire`, timed: each call's milliseconds go to `into`. */
+export function timed(fire: () => Promise<void>, into: number[]): () => Promise<void> {
+  return async () => {
+    const start = performance.now();
+    await fire();
+    into.push(performance.now() - start);
+  };
+}
+
 export interface StreamTiming {
   /** From sending the request to the first byte of the body (the first event), ms. */
   firstByte: number;

@@ -12,8 +12,9 @@ export const holdModel = "bench-hold";
 /** Number of server-sent events in a streamed answer. */
 export const streamEventCount = 20;
 
-export function requestBody(model: string, stream: boolean): Buffer {
-  const body: Record<string, unknown> = { model, input: "Say hello in one short sentence.", max_output_tokens: 32 };
+/** A Responses request; `input` is the caller's text (the guardrails read it). */
+export function requestBody(model: string, stream: boolean, input = "Say hello in one short sentence."): Buffer {
+  const body: Record<string, unknown> = { model, input, max_output_tokens: 32 };
   if (stream) body.stream = true;
   return Buffer.from(JSON.stringify(body));
 }

@@ -64,15 +64,7 @@ export interface ProcessMemory {
   openSeconds: number;
 }
 
-export interface GatewayBenchResult {
-  date: Date;
-  machine: Machine;
-  database: string;
-  placement: string;
-  /** BENCH_GATEWAY_NODE_FLAGS, given to both the bare proxy and the gateway. */
-  nodeFlags: string;
-  /** The commit the gateway was run from. */
-  source: string;
+export interface GatewayBenchResult extends RunSetup {
   /** The gateway's WARDEN_LOG_LEVEL. */
   logLevel: string;
   plan: string;
@@ -101,12 +93,47 @@ export const targets = {
   propagationMs: 1000,
 };
 
-const ms = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : "—");
+export const ms = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : "—");
 const mb = (bytes: number): string => (Number.isFinite(bytes) ? (bytes / 1e6).toFixed(1) : "—");
-const us = (seconds: number, calls: number): string => (calls > 0 ? Math.round((seconds * 1e6) / calls).toString() : "—");
-const pct = (x: number): string => `${Math.round(x * 100)}%`;
-const signed = (x: number): string => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}`;
-const verdict = (met: boolean): string => (met ? "**met**" : "**missed**");
+/** Microseconds per call. */
+export const us = (seconds: number, calls: number): string => (calls > 0 ? Math.round((seconds * 1e6) / calls).toString() : "—");
+export const pct = (x: number): string => `${Math.round(x * 100)}%`;
+export const signed = (x: number): string => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}`;
+export const verdict = (met: boolean): string => (met ? "**met**" : "**missed**");
+
+/** What every gateway section reports about its run, before its figures. */
+export interface RunSetup {
+  date: Date;
+  machine: Machine;
+  /** The commit the gateway was run from. */
+  source: string;
+  database: string;
+  placement: string;
+  /** BENCH_GATEWAY_NODE_FLAGS, given to the processes under test. */
+  nodeFlags: string;
+}
+
+export function setupLines(r: RunSetup, nodeFlagsFor: string): string[] {
+  const m = r.machine;
+  const lines = [
+    `- Date: ${r.date.toISOString()}`,
+    `- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB RAM, ${m.platform}`,
+    `- Node: ${m.node}`,
+    `- Source: ${r.source}`,
+    `- Database: ${r.database}`,
+    `- Placement: ${r.placement}`,
+  ];
+  if (r.nodeFlags) lines.push(`- Extra Node flags for ${nodeFlagsFor} (BENCH_GATEWAY_NODE_FLAGS): \`${r.nodeFlags}\``);
+  return lines;
+}
+
+/** The other load on the machine, per phase, for the report. */
+export function loadLine(load: { phase: string; otherCores: number }[]): string {
+  return (
+    `- Other load on the machine (CPU used by processes outside the bench, in cores, per phase): ` +
+    load.map((l) => `${l.phase} ${l.otherCores.toFixed(2)}`).join(", ")
+  );
+}
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -121,23 +148,13 @@ function find<T extends { variant: VariantName }>(rows: T[], variant: VariantNam
 
 /** The figures as Markdown: setup, one table per measurement, and the targets. */
 export function gatewayMarkdown(r: GatewayBenchResult): string {
-  const m = r.machine;
   const lines: string[] = [];
   lines.push("# Warden benchmark: model gateway", "");
-  lines.push(`- Date: ${r.date.toISOString()}`);
-  lines.push(`- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB RAM, ${m.platform}`);
-  lines.push(`- Node: ${m.node}`);
-  lines.push(`- Source: ${r.source}`);
-  lines.push(`- Database: ${r.database}`);
-  lines.push(`- Placement: ${r.placement}`);
-  if (r.nodeFlags) lines.push(`- Extra Node flags for the bare proxy and the gateway (BENCH_GATEWAY_NODE_FLAGS): \`${r.nodeFlags}\``);
+  lines.push(...setupLines(r, "the bare proxy and the gateway"));
   lines.push(`- Plan: ${r.plan}`);
   lines.push(`- Gateway configuration: ${r.configuration.join("; ")}; log level ${r.logLevel}${r.logLevel === "info" ? " (one JSON line per request, to /dev/null)" : ""}`);
   lines.push(`- Payloads: ${r.payloads}`);
-  lines.push(
-    `- Other load on the machine (CPU used by processes outside the bench, in cores, per phase): ` +
-      r.load.map((l) => `${l.phase} ${l.otherCores.toFixed(2)}`).join(", "),
-  );
+  lines.push(loadLine(r.load));
   lines.push(`- Wall time of this section: ${r.wallSeconds.toFixed(1)} s`, "");
 
   const tDirect = find(r.throughput, "direct");

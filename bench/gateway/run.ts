@@ -8,14 +8,10 @@
  * generator and the provider share core 0, and the process under test (bare proxy or gateway)
  * has core 1 to itself; direct calls use core 0 only.
  */
-import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { Pool } from "undici";
 import { latencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
-import { startBenchServer, type BenchServer } from "../server.ts";
+import { here, sourceRevision, waitUntilServed, withHarness } from "./harness.ts";
 import {
   callOnce,
   closedLoop,
@@ -23,24 +19,14 @@ import {
   openLoop,
   rotation,
   shares,
+  statusOf,
   streamOnce,
   type HeldStreams,
   type StreamTiming,
   type Target,
 } from "./load.ts";
 import { benchModel, byteLength, completeAnswer, holdModel, requestBody, streamAnswer, streamEventCount } from "./payloads.ts";
-import {
-  allowedCpus,
-  canPin,
-  cpuSecondsOf,
-  freePort,
-  machineBusySeconds,
-  memoryOf,
-  pinSelf,
-  procAvailable,
-  spawnChild,
-  type BenchChild,
-} from "./processes.ts";
+import { cpuSecondsOf, memoryOf, procAvailable, type BenchChild } from "./processes.ts";
 import {
   gatewayMarkdown,
   type CpuSeconds,
@@ -50,10 +36,7 @@ import {
   type ProcessMemory,
   type VariantName,
 } from "./report.ts";
-import { adminClient, configureGateway, gatewayCapacity, providerApiKey, type Admin } from "./setup.ts";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const here = (file: string): string => path.join(root, "bench", "gateway", file);
+import { configureGateway, gatewayCapacity, providerApiKey, type Admin } from "./setup.ts";
 
 export interface GatewayBenchOptions {
   /** Scales every request count (BENCH_SCALE). */
@@ -93,55 +76,10 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
 
   const started = performance.now();
   const date = new Date();
-  const cleanups: (() => Promise<unknown>)[] = [];
-  let cleaning: Promise<void> | undefined;
-  const cleanUp = (): Promise<void> => {
-    cleaning ??= (async () => {
-      for (const fn of cleanups.reverse()) {
-        try {
-          await fn();
-        } catch (err) {
-          console.error("gateway bench cleanup failed:", err);
-        }
-      }
-    })();
-    return cleaning;
-  };
-  // Ctrl-C or a kill still stops the children and drops the database.
-  const onSignal = (signal: NodeJS.Signals): void => {
-    log(`${signal}: cleaning up`);
-    void cleanUp().finally(() => process.exit(130));
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-
-  try {
-    const pin = canPin();
-    const cores = pin ? { generator: 0, middle: 1 } : undefined;
-    const masterKey = randomBytes(32).toString("hex");
-
-    log("gateway: starting the management API (roles: api only) on a fresh database");
-    const server: BenchServer = await startBenchServer(process.env, {
-      roles: { api: true, gateway: false },
-      settings: { WARDEN_MASTER_KEY: masterKey, WARDEN_WORKERS: "false" },
-    });
-    cleanups.push(() => server.stop());
-    const admin: Admin = adminClient(server.baseUrl, server.adminKey);
-    cleanups.push(() => admin.close());
-
-    const children: BenchChild[] = [];
-    const start = (name: string, args: string[], cpu: number | undefined, env: NodeJS.ProcessEnv): BenchChild => {
-      const child = spawnChild({ name, args, cwd: root, env, cpu });
-      children.push(child);
-      cleanups.push(() => child.stop());
-      return child;
-    };
-    // Any child that dies fails whatever is being measured at once, with its stderr.
-    const guarded = <T>(work: Promise<T>): Promise<T> => Promise.race([work, ...children.map((c) => c.died)]);
-
+  return withHarness(log, async (h) => {
+    const { admin, cores, guarded, nodeFlags, logLevel, phase } = h;
     log("gateway: starting the fake provider");
-    const provider = start("fake provider", ["--expose-gc", here("fake-provider.ts")], cores?.generator, process.env);
-    const providerUrl = `http://127.0.0.1:${(await provider.next("ready")).port}`;
+    const { child: provider, url: providerUrl } = await h.startProvider();
 
     log("gateway: configuring the gateway through the management API");
     const configuration = await configureGateway(admin, providerUrl);
@@ -149,32 +87,14 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
     log("gateway: starting the bare proxy and `node src/main.ts gateway`");
     // Node flags for both processes under test: by default those of `npm run gateway`, so that both
     // run as deployed; BENCH_GATEWAY_NODE_FLAGS replaces them for experiments (--cpu-prof, …).
-    const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "--max-semi-space-size=4").split(/\s+/).filter(Boolean);
-    const proxy = start("bare proxy", ["--expose-gc", ...nodeFlags, here("bare-proxy.ts")], cores?.middle, {
+    const proxy = h.start("bare proxy", ["--expose-gc", ...nodeFlags, here("bare-proxy.ts")], cores?.middle, {
       ...process.env,
       BENCH_UPSTREAM: providerUrl,
       BENCH_CONNECTIONS: String(gatewayCapacity),
     });
-    const gatewayPort = await freePort();
     // As deployed, at info. BENCH_GATEWAY_LOG_LEVEL=debug adds a log line per request.
-    const logLevel = process.env.BENCH_GATEWAY_LOG_LEVEL || "info";
-    const gateway = start(
-      "gateway",
-      ["--expose-gc", ...nodeFlags, "--import", pathToFileURL(here("gc-hook.ts")).href, path.join(root, "src", "main.ts"), "gateway"],
-      cores?.middle,
-      {
-        ...process.env,
-        DATABASE_URL: server.databaseUrl,
-        WARDEN_GATEWAY_PORT: String(gatewayPort),
-        WARDEN_HOST: "127.0.0.1",
-        WARDEN_MASTER_KEY: masterKey,
-        WARDEN_ADMIN_KEY: server.adminKey,
-        WARDEN_DATA_DIR: path.join(server.dataDir, "gateway"),
-        WARDEN_LOG_LEVEL: logLevel,
-      },
-    );
+    const { child: gateway, url: gatewayUrl } = await h.startGateway("gateway");
     const proxyUrl = `http://127.0.0.1:${(await guarded(proxy.next("ready"))).port}`;
-    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
 
     const json = { "content-type": "application/json" };
     const variants: Variant[] = [
@@ -182,7 +102,7 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
       { name: "bare proxy", middle: proxy, target: { name: "bare proxy", origin: proxyUrl, headers: { ...json, authorization: `Bearer ${providerApiKey}` } } },
       { name: "gateway", middle: gateway, target: { name: "gateway", origin: gatewayUrl, headers: { ...json, authorization: `Bearer ${configuration.key.secret}` } } },
     ].map((v) => ({ ...v, name: v.name as VariantName, pool: new Pool(v.target.origin, { connections: plan.concurrency }) }));
-    cleanups.push(() => Promise.all(variants.map((v) => v.pool.destroy())));
+    h.defer(() => Promise.all(variants.map((v) => v.pool.destroy())));
 
     const body = requestBody(benchModel, false);
     const streamBody = requestBody(benchModel, true);
@@ -192,12 +112,10 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
     const stream = (v: Variant) => (): Promise<StreamTiming> => streamOnce(v.pool, v.target, streamBody, streamBytes);
 
     log("gateway: waiting for the gateway to answer");
-    await guarded(waitUntilServed(variants[2], call(variants[2])));
+    await guarded(waitUntilServed(variants[2].name, call(variants[2])));
 
     if (cores) {
-      const original = allowedCpus(process.pid);
-      pinSelf([cores.generator]);
-      cleanups.push(async () => pinSelf(original));
+      h.pinGenerator();
       log(`gateway: pinned: load generator and provider on core ${cores.generator}, proxy and gateway on core ${cores.middle}`);
     }
 
@@ -215,17 +133,6 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
     };
     const readAll = async (...moments: MemoryMoment[]): Promise<void> => {
       for (const { child, name } of measured) for (const moment of moments) await readMemory(child, name, moment);
-    };
-    /** The CPU the rest of the machine used during a phase, as a share of all its cores. */
-    const load: GatewayBenchResult["load"] = [];
-    const ours = (): number => [process.pid, provider.pid, proxy.pid, gateway.pid].reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
-    const phase = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
-      const before = { busy: machineBusySeconds(), ours: ours(), at: performance.now() };
-      const result = await work();
-      const seconds = (performance.now() - before.at) / 1000;
-      const other = machineBusySeconds() - before.busy - (ours() - before.ours);
-      load.push({ phase: name, seconds, otherCores: Math.max(0, other) / seconds });
-      return result;
     };
     await readAll("started");
 
@@ -332,7 +239,7 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
       return {
         date,
         machine: machine(),
-        database: `PostgreSQL ${server.postgresVersion} (${server.databaseKind === "embedded" ? "embedded" : "from DATABASE_URL"}), same host, not pinned`,
+        database: h.database,
         source: sourceRevision(),
         nodeFlags: nodeFlags.join(" "),
         logLevel,
@@ -374,7 +281,7 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
           };
         }),
         memory: [...memory.values()],
-        load,
+        load: h.load,
         propagation,
         wallSeconds: 0,
       };
@@ -383,22 +290,7 @@ export async function runGatewayBench(options: GatewayBenchOptions): Promise<str
     result.wallSeconds = (performance.now() - started) / 1000;
     log("gateway: stopping the children and removing the database");
     return gatewayMarkdown(result);
-  } finally {
-    await cleanUp();
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-  }
-}
-
-/** The commit under test, and whether src/ differs from it (the gateway is what is on disk). */
-function sourceRevision(): string {
-  try {
-    const git = (...args: string[]): string => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    const changed = git("status", "--porcelain", "--", "src").split("\n").filter(Boolean).length;
-    return `${git("rev-parse", "--short", "HEAD")}${changed ? ` with ${changed} uncommitted change(s) under src/` : ""}`;
-  } catch {
-    return "unknown (no git)";
-  }
+  });
 }
 
 function cpuOf(provider: BenchChild, middle: BenchChild | undefined): { generator: number; provider: number; middle: number | undefined } {
@@ -407,20 +299,6 @@ function cpuOf(provider: BenchChild, middle: BenchChild | undefined): { generato
     provider: cpuSecondsOf(provider.pid),
     middle: middle ? cpuSecondsOf(middle.pid) : undefined,
   };
-}
-
-/** Calls until one succeeds (the gateway has loaded its snapshot and listens), for at most a minute. */
-async function waitUntilServed(v: Variant, fire: () => Promise<void>): Promise<void> {
-  const deadline = performance.now() + 60_000;
-  for (;;) {
-    try {
-      await fire();
-      return;
-    } catch (err) {
-      if (performance.now() > deadline) throw new Error(`${v.name} did not serve within a minute`, { cause: err });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
 }
 
 /**
@@ -435,13 +313,9 @@ async function measurePropagation(
   trials: number,
   deadlineMs: number,
 ): Promise<GatewayBenchResult["propagation"]> {
-  const headers = { ...gateway.target.headers, authorization: `Bearer ${key.secret}` };
+  const target = { ...gateway.target, headers: { ...gateway.target.headers, authorization: `Bearer ${key.secret}` } };
   const body = requestBody(benchModel, false);
-  const statusNow = async (): Promise<number> => {
-    const res = await gateway.pool.request({ method: "POST", path: "/v1/responses", headers, body });
-    await res.body.dump();
-    return res.statusCode;
-  };
+  const statusNow = (): Promise<number> => statusOf(gateway.pool, target, body);
   const result: GatewayBenchResult["propagation"] = { disable: [], disableAfterAnswer: [], enable: [], patch: [], timeouts: 0 };
   const change = async (disabled: boolean, want: number): Promise<{ fromSend: number; fromAnswer: number; patch: number } | undefined> => {
     const sent = performance.now();

@@ -40,19 +40,38 @@ export interface BenchConfiguration {
 export const gatewayCapacity = 4096;
 export const providerApiKey = "sk-bench-fake-provider";
 
+/** Calls the management API and fails unless it answers `status`; the answer's body. */
+export async function expectStatus(
+  admin: Admin,
+  method: "POST" | "PUT" | "PATCH",
+  path: string,
+  status: number,
+  body: unknown,
+): Promise<Record<string, unknown>> {
+  const res = await admin.call(method, path, body);
+  if (res.status !== status) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as Record<string, unknown>;
+}
+
+/** The models every bench key may use (its allow list). */
+export const allowList = ["gpt-4o", "gpt-4o-mini", benchModel, holdModel];
+
+/** A gateway key, allowed the bench's models. */
+export async function addKey(admin: Admin, name: string): Promise<GatewayKeyRef> {
+  const created = await expectStatus(admin, "POST", "/v1/gateway/keys", 201, { name });
+  const ref = { id: String(created.id), secret: String(created.secret) };
+  await expectStatus(admin, "POST", "/v1/gateway/access-rules", 201, { effect: "allow", subject: "key", subjectId: ref.id, models: allowList });
+  return ref;
+}
+
 /**
  * The configuration that puts every check of the gateway on the path: the key is looked up by
  * hash; model access checks a workspace block rule and the key's allow list (which holds the
  * model); routing walks two rules to the one that matches by glob.
  */
 export async function configureGateway(admin: Admin, providerUrl: string): Promise<BenchConfiguration> {
-  const expect = async (method: "POST" | "PUT", path: string, status: number, body: unknown): Promise<Record<string, unknown>> => {
-    const res = await admin.call(method, path, body);
-    if (res.status !== status) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body as Record<string, unknown>;
-  };
+  const expect = (method: "POST" | "PUT", path: string, status: number, body: unknown) => expectStatus(admin, method, path, status, body);
   const providerName = "fake-openai";
-  const allowList = ["gpt-4o", "gpt-4o-mini", benchModel, holdModel];
   const blocked = ["gpt-3*"];
   const rules = [
     { priority: 10, models: ["gpt-4o", "gpt-4o-mini"], providerName },
@@ -68,12 +87,7 @@ export async function configureGateway(admin: Admin, providerUrl: string): Promi
   });
   for (const rule of rules) await expect("POST", "/v1/gateway/routing-rules", 201, rule);
   await expect("POST", "/v1/gateway/access-rules", 201, { effect: "block", subject: "workspace", models: blocked });
-  const key = async (name: string): Promise<GatewayKeyRef> => {
-    const created = await expect("POST", "/v1/gateway/keys", 201, { name });
-    const ref = { id: String(created.id), secret: String(created.secret) };
-    await expect("POST", "/v1/gateway/access-rules", 201, { effect: "allow", subject: "key", subjectId: ref.id, models: allowList });
-    return ref;
-  };
+  const key = (name: string) => addKey(admin, name);
   return {
     key: await key("bench"),
     propagationKey: await key("bench-propagation"),
