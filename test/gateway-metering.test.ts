@@ -158,3 +158,13 @@ describe("the usage API", () => {
     });
   });
 });
+
+describe("the request log takes whatever callers send", () => {
+  it("keeps writing when a request ID is too long or a model holds a NUL character", async () => {
+    const longId = "x".repeat(500);
+    await (await post("/v1/responses", longId, { model: "gpt-\u0000bad", input: "Hi" })).text();
+    await (await post("/v1/responses", "req-after-odd", { model: fakeModel("gpt-x"), input: "Hi" })).text();
+    expect(await rowFor("req-after-odd")).toMatchObject({ status: 200 });
+    expect(await rowFor("x".repeat(128))).toMatchObject({ model: "gpt-bad" });
+  });
+});

@@ -46,6 +46,11 @@ const insertSql = `insert into gateway_request_log (${columns.map(([name]) => na
     from unnest(${columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
       as batch(${columns.map(([name]) => name).join(", ")})`;
 
+/** Text PostgreSQL will store: no NUL characters, at most `max` characters. */
+function fit(value: string | null, max: number): string | null {
+  return value === null ? null : value.replaceAll("\u0000", "").slice(0, max);
+}
+
 function columnValues(batch: RequestLogEntry[]): unknown[][] {
   return [
     batch.map((e) => e.requestId), batch.map((e) => e.time), batch.map((e) => e.workspaceId), batch.map((e) => e.keyId),
@@ -87,6 +92,11 @@ export class RequestLog {
       this.#buffer.shift();
       this.#dropped += 1;
     }
+    // The request ID and the model come from callers: a value the column cannot take would fail
+    // its whole batch, again and again.
+    entry.requestId = fit(entry.requestId, 128) ?? "";
+    entry.model = fit(entry.model, 255);
+    entry.guardrailVerdict = fit(entry.guardrailVerdict, 255);
     this.#buffer.push(entry);
   }
 
