@@ -61,9 +61,18 @@ export function createPool(databaseUrl: string, max: number): pg.Pool {
  * version (READ COMMITTED re-reads locked rows), and the UPDATE below re-reads it the same way,
  * so `reserved` never loses an increment. Counters missing for the period are reported as
  * `found` short of the number asked; the caller creates them and asks again.
+ *
+ * The commit does not wait for the WAL flush (synchronous_commit off, for this statement only):
+ * the counter rows stay locked until the commit, so every request on one key would otherwise wait
+ * out a disk flush in turn. A reservation matters only while its request is in flight, and a
+ * PostgreSQL crash loses at most the last fraction of a second of them: in-flight requests, which
+ * go unaccounted as the durability promise allows. Settles keep synchronous commits.
  */
 const reserveSql = `
-  with wanted as (
+  with async_commit as materialized (
+    select set_config('synchronous_commit', 'off', true)
+  ),
+  wanted as (
     select * from unnest($1::uuid[], $2::timestamptz[], $3::bigint[]) as w(limit_id, period_start, token_limit)
   ),
   locked as materialized (
@@ -76,7 +85,7 @@ const reserveSql = `
   verdict as materialized (
     select count(*)::int as found,
       coalesce(array_agg(limit_id::text) filter (where used >= token_limit or used + reserved + $4::bigint > token_limit), '{}') as refused
-    from locked
+    from locked, async_commit
   ),
   granted as (
     update usage_counter c set reserved = c.reserved + $4::bigint
