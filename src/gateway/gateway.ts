@@ -67,10 +67,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const server = http.createServer((req, res) => {
     if (req.method === "GET" && (req.url === "/readyz" || req.url === "/healthz")) {
-      // Ready once every detector has loaded; alive as long as it answers.
-      const ready = req.url === "/healthz" || detectors.state === "ready";
-      const body = JSON.stringify({ status: ready ? "ready" : detectors.state });
-      res.writeHead(ready ? 200 : 503, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      // Alive as long as it answers; ready once every detector has loaded.
+      const alive = req.url === "/healthz";
+      const ready = detectors.state === "ready";
+      const body = JSON.stringify({ status: alive ? "ok" : ready ? "ready" : detectors.state });
+      res.writeHead(alive || ready ? 200 : 503, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
       return;
     }
