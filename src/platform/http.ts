@@ -17,3 +17,24 @@ export function respond(res: NodeServerResponse, status: number, contentType: st
 export function respondJson(res: NodeServerResponse, status: number, body: JsonValue): void {
   respond(res, status, "application/json", JSON.stringify(body));
 }
+
+/** A request body over its size cap. Each door answers it in its own error shape. */
+export class BodyTooLarge extends Error {}
+
+/** The whole body, or BodyTooLarge as soon as it is known to pass `maxBytes`. */
+export async function readBody(req: AsyncIterable<Buffer> & { headers: Record<string, string | string[] | undefined> }, maxBytes: number): Promise<Buffer> {
+  if (Number(req.headers["content-length"] ?? 0) > maxBytes) throw new BodyTooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > maxBytes) throw new BodyTooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** The token of an `Authorization: Bearer <token>` header. */
+export function bearerToken(header: string | null | undefined): string | undefined {
+  return header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+}

@@ -5,6 +5,7 @@ import { DriverException, UniqueConstraintViolationException } from "@mikro-orm/
 import { auth as authOption, Permission } from "../../gen/warden/api/v1/annotations_pb.js";
 import { Role } from "../../gen/warden/api/v1/common_pb.js";
 import { entityManagerKey, principalKey } from "./context.ts";
+import { bearerToken } from "./http.ts";
 import { alreadyExists, asConnectError, invalidArgument, permissionDenied, unauthenticated } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { roleAllows, type Principal } from "./principal.ts";
@@ -94,10 +95,4 @@ export function entityManagerInterceptor(orm: MikroORM): Interceptor {
     req.contextValues.set(entityManagerKey, orm.em.fork());
     return next(req);
   };
-}
-
-function bearerToken(header: string | null): string | undefined {
-  if (!header) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match?.[1];
 }

@@ -9,9 +9,6 @@ export function requireUuid(field: string, value: string): string {
   return value.toLowerCase();
 }
 
-export function isUuid(value: string): boolean {
-  return uuidPattern.test(value);
-}
 
 export function requireText(field: string, value: string | undefined, maxLength: number): string {
   const text = value?.trim() ?? "";

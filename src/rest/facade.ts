@@ -1,6 +1,6 @@
 import type { DescField, DescMessage, JsonObject, JsonValue, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
-import { respond, respondJson, type NodeServerRequest, type NodeServerResponse } from "../platform/http.ts";
+import { BodyTooLarge, readBody, respond, respondJson, type NodeServerRequest, type NodeServerResponse } from "../platform/http.ts";
 import { codeName, httpStatusOf, invalidArgument, retryIsFutile } from "../platform/errors.ts";
 import type { Logger } from "../platform/logger.ts";
 import { baseUrlOf } from "../platform/urls.ts";
@@ -24,8 +24,6 @@ export interface RestFacadeOptions {
 
 /** Request headers that the RPC sees; the rest stay at the REST door. */
 const forwardedHeaders = ["authorization", "x-api-key", "x-forwarded-host", "x-forwarded-proto", "x-request-id"];
-
-class PayloadTooLarge extends Error {}
 
 /**
  * REST `/v1`: matches the route table, turns path, query and body into the RPC's request
@@ -65,7 +63,7 @@ export function createRestFacade(options: RestFacadeOptions) {
       const response = await transport.unary(route.rpc, undefined, undefined, header, input);
       sendResult(route, response.message, res, header, url);
     } catch (err) {
-      if (err instanceof PayloadTooLarge) {
+      if (err instanceof BodyTooLarge) {
         res.setHeader("connection", "close");
         const message = `The request body is larger than ${maxBodyBytes} bytes`;
         sendError(res, new ConnectError(message, Code.ResourceExhausted), 413);
@@ -123,7 +121,7 @@ async function requestMessage(
       json[updateMask.jsonName] = present.map((f) => f.jsonName).join(",");
     }
   } else {
-    await drain(req, maxBodyBytes);
+    await readBody(req, maxBodyBytes);
     for (const name of new Set(query.keys())) {
       const field = schema.fields.find((f) => f.jsonName === name || fieldRules(f)?.queryAliases.includes(name));
       if (!field || params.has(field)) continue;
@@ -136,23 +134,6 @@ async function requestMessage(
 
 function isUpdateMask(field: DescField): boolean {
   return field.name === "update_mask" && field.fieldKind === "message" && field.message.typeName === "google.protobuf.FieldMask";
-}
-
-async function readBody(req: NodeServerRequest, maxBodyBytes: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > maxBodyBytes) throw new PayloadTooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBodyBytes) throw new PayloadTooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-async function drain(req: NodeServerRequest, maxBodyBytes: number): Promise<void> {
-  await readBody(req, maxBodyBytes);
 }
 
 async function readJsonBody(req: NodeServerRequest, maxBodyBytes: number): Promise<JsonObject> {

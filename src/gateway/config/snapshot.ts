@@ -12,6 +12,7 @@ import {
 } from "./entities.ts";
 import type { LimitPeriod, LimitScope, UsageLimit } from "../limits/types.ts";
 import type { SecretBox } from "./secrets.ts";
+import { guardrailOrder } from "./types.ts";
 import type {
   GatewayKey,
   GatewaySnapshot,
@@ -56,7 +57,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     em.find(GatewayKeyEntity, {}),
     em.find(AccessRuleEntity, {}),
     em.findOne(GatewaySettingsEntity, { id: 1 }),
-    em.find(GuardrailEntity, { enabled: true }, { orderBy: [{ kind: "asc" }, { stage: "asc" }] }),
+    em.find(GuardrailEntity, { enabled: true }),
     em.find(UsageLimitEntity, {}),
   ]);
 
@@ -122,6 +123,10 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     });
   }
   for (const row of usageLimits) workspace(row.workspaceId).usageLimits.push(usageLimitOf(row));
+
+  for (const config of workspaces.values()) {
+    config.guardrails.sort((a, b) => guardrailOrder.indexOf(a.kind) - guardrailOrder.indexOf(b.kind));
+  }
 
   const keyAllowLists = new Map<string, string[]>();
   for (const rule of accessRules) {

@@ -11,9 +11,6 @@ export type ProviderKind = "anthropic" | "openai" | "azure_openai";
 /** The API families of the spec. Anthropic-style is the messages family; OpenAI-style and Azure OpenAI are the responses family. */
 export type Family = "messages" | "responses";
 
-export function familyOf(kind: ProviderKind): Family {
-  return kind === "anthropic" ? "messages" : "responses";
-}
 
 export interface ProviderConfig {
   id: string;
@@ -62,6 +59,9 @@ export interface GatewayKey {
 }
 
 export type GuardrailKind = "pii" | "prompt_injection" | "content_safety";
+
+/** Guardrails run in this order, so that the same content always meets the same one first. */
+export const guardrailOrder: readonly GuardrailKind[] = ["pii", "prompt_injection", "content_safety"];
 export type GuardrailStage = "input" | "output";
 
 export interface GuardrailConfig {
@@ -94,7 +94,7 @@ export interface WorkspaceConfig {
   /** Allow lists on users and groups, by ID. */
   userAllowLists: Map<string, string[]>;
   groupAllowLists: Map<string, string[]>;
-  /** Enabled guardrails only. */
+  /** Enabled guardrails only, in `guardrailOrder`. */
   guardrails: GuardrailConfig[];
   usageLimits: UsageLimit[];
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { hashKey } from "../../workspaces/keys.ts";
 import { checkModelAccess, availableModels } from "../access/model-access.ts";
@@ -146,7 +147,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       const config = snapshot.workspaces.get(key.workspaceId);
       if (endpoint.kind === "models") {
         const family = style === "messages" ? "messages" : "responses";
-        return sendJson(res, 200, modelList(family, availableModels(config, key)));
+        return respondJson(res, 200, modelList(family, availableModels(config, key)));
       }
       await call(req, res, trace, endpoint, key, snapshot, started);
     } catch (err) {
@@ -163,7 +164,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
     snapshot: GatewaySnapshot,
     started: number,
   ): Promise<void> {
-    const raw = await readBody(req, deps.maxBodyBytes);
+    const raw = await readBody(req, deps.maxBodyBytes).catch((err: unknown) => {
+      throw err instanceof BodyTooLarge ? bodyTooLarge(deps.maxBodyBytes) : err;
+    });
     const body = parseObject(raw);
     if (endpoint.endpoint === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
     if (!body) throw bodyNotJsonObject();
@@ -314,26 +317,6 @@ export function createGatewayHandler(deps: PipelineDeps) {
   }
 }
 
-class BodyTooLarge extends Error {}
-
-async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > maxBytes) throw bodyTooLarge(maxBytes);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > maxBytes) throw new BodyTooLarge();
-      chunks.push(chunk);
-    }
-  } catch (err) {
-    if (err instanceof BodyTooLarge) throw bodyTooLarge(maxBytes);
-    throw err;
-  }
-  return Buffer.concat(chunks, size);
-}
-
 function parseObject(raw: Buffer): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(raw.toString("utf8"));
@@ -353,12 +336,6 @@ async function drained(res: ServerResponse): Promise<void> {
   await Promise.race([once(res, "drain"), once(res, "close")]);
 }
 
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const text = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-}
-
 function contentType(response: UpstreamResponse): string {
   const value = response.headers["content-type"];
   return (Array.isArray(value) ? value[0] : value) ?? "";
@@ -367,8 +344,4 @@ function contentType(response: UpstreamResponse): string {
 function headerValue(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return (Array.isArray(value) ? value[0] : value) || undefined;
-}
-
-function bearerToken(header: string | undefined): string | undefined {
-  return header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
 }

@@ -17,7 +17,3 @@ export interface GuardrailStep {
   checkOutput(request: GuardrailRequest & { body: Buffer }): Promise<string | undefined>;
 }
 
-export const noGuardrails: GuardrailStep = {
-  checkInput: () => Promise.resolve(undefined),
-  checkOutput: () => Promise.resolve(undefined),
-};

@@ -16,8 +16,6 @@ import type { GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
 import { PluginRegistry, type PluginVerdict } from "./plugin-registry.ts";
 import { imagesInputText, messagesInputText, outputText, responsesInputText } from "./text.ts";
 
-/** Guardrails run in this order, so that the same content always meets the same one first. */
-const order = ["pii", "prompt_injection", "content_safety"] as const;
 const detectorOf: Record<GuardrailConfig["kind"], DetectorName> = { pii: "pii", prompt_injection: "injection", content_safety: "content" };
 
 /** A check that could not run, under fail-closed: it names neither the guardrail nor the stage. */
@@ -37,9 +35,8 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
   const plugins = options.plugins ?? new PluginRegistry(options.logger);
 
   async function run(request: GuardrailRequest, stage: GuardrailStage, texts: () => string[]): Promise<string | undefined> {
-    const guardrails = (request.config?.guardrails ?? [])
-      .filter((g) => g.stage === stage)
-      .sort((a, b) => order.indexOf(a.kind) - order.indexOf(b.kind));
+    // The snapshot keeps them in the order they run.
+    const guardrails = (request.config?.guardrails ?? []).filter((g) => g.stage === stage);
     if (guardrails.length === 0) return undefined;
     const text = texts().join("\n");
     const verdicts: string[] = [];

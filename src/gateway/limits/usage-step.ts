@@ -15,7 +15,3 @@ export interface UsageTicket {
   settle(usage: TokenUsage | undefined): void;
 }
 
-/** For a gateway with no usage limits configured anywhere: admits everything. */
-export const unlimitedUsage: UsageStep = {
-  admit: () => Promise.resolve({ settle: () => undefined }),
-};
