@@ -11,6 +11,7 @@ import {
   nulCharacterInterceptor,
 } from "./platform/interceptors.ts";
 import type { Logger } from "./platform/logger.ts";
+import { undecodableInputGate } from "./platform/decode-errors.ts";
 import { createOpsHandler } from "./platform/ops.ts";
 import { listen, type Listener } from "./platform/server.ts";
 import { createRestFacade } from "./rest/facade.ts";
@@ -33,7 +34,7 @@ export async function startApi(
   databaseUrl: string,
   gateway: { secrets: SecretBox; consumption: Pick<CounterStore, "consumption"> },
 ): Promise<Api> {
-  const tasks = new TaskQueue(databaseUrl, orm, logger);
+  const tasks = new TaskQueue(databaseUrl, config.databaseDeadlines, orm, logger);
   tasks.register(bulkUpdateTaskType, runBulkUpdate);
   await tasks.start({ runWorkers: config.runWorkers });
 
@@ -52,6 +53,10 @@ export async function startApi(
       entityManagerInterceptor(orm),
     ],
     readMaxBytes: config.maxBodyBytes,
+    requestGate: undecodableInputGate(),
+    // A longer grpc-timeout or connect-timeout-ms than a timer can hold would fire at once (Node
+    // clamps it to 1 ms): it is refused as invalid_argument instead.
+    maxTimeoutMs: 2_147_483_647,
   };
   const rest = createRestFacade({
     routes: new RouteTable(services),
@@ -60,7 +65,8 @@ export async function startApi(
     publicUrl: config.publicUrl,
     logger,
   });
-  const ops = createOpsHandler(async () => orm.isConnected());
+  // Ready when the database answers `select 1` as fast as a new connection must open.
+  const ops = createOpsHandler(async () => orm.isConnected(), config.databaseDeadlines.connectTimeoutMs);
   const handler = connectNodeAdapter({
     routes: routeFn,
     ...routerOptions,
@@ -68,7 +74,12 @@ export async function startApi(
       void ops(req, res).then((handled) => (handled ? undefined : rest(req, res)));
     },
   });
-  const listener: Listener = await listen(handler, config.apiPort, config.host);
+  const listener: Listener = await listen(handler, {
+    port: config.apiPort,
+    host: config.host,
+    timeouts: config.httpTimeouts,
+    onHandlerError: (err) => logger.error({ err }, "request handler failed"),
+  });
   logger.info({ port: listener.port }, "management API listening");
   return {
     port: listener.port,

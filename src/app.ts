@@ -63,7 +63,12 @@ export async function startApp(
     embedded = await startEmbeddedPostgres(config.dataDir, logger);
     databaseUrl = embedded.url;
   }
-  const orm = await createOrm({ databaseUrl, entities });
+  const orm = await createOrm({
+    databaseUrl,
+    entities,
+    deadlines: config.databaseDeadlines,
+    migrationTimeoutMs: config.databaseMigrationTimeoutMs,
+  });
   const boot = await bootstrap(orm, config.adminKey);
   if (boot.generatedAdminKey) {
     await mkdir(config.dataDir, { recursive: true });
@@ -73,7 +78,7 @@ export async function startApp(
   }
 
   const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
-  const counters = await openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, logger });
+  const counters = await openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, deadlines: config.databaseDeadlines, leaseTtlMs: config.usageLeaseTtlMs, logger });
   // Each half is loaded only by a process that serves it, so that a gateway process stays small.
   const gateway = roles.gateway
     ? await (await import("./gateway/gateway.ts")).startGateway({
@@ -86,10 +91,13 @@ export async function startApp(
         maxBodyBytes: config.gatewayMaxBodyBytes,
         defaultMaxInFlight: config.gatewayMaxInFlight,
         keyLookupTimeoutMs: config.gatewayKeyLookupTimeoutMs,
+        httpTimeouts: config.httpTimeouts,
+        databaseDeadlines: config.databaseDeadlines,
         requestLogRetentionDays: config.requestLogRetentionDays,
         detectorSources: hooks.detectorSources,
         counters: counters.store,
         defaultMaxTokens: config.gatewayDefaultMaxTokens,
+        guardrailLimits: config.guardrailLimits,
       })
     : undefined;
   const api = roles.api

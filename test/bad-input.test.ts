@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import http from "node:http";
+import net from "node:net";
 import { getOption } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auth, Permission as ProtoPermission } from "../gen/warden/api/v1/annotations_pb.js";
@@ -985,6 +986,114 @@ describe("routing", () => {
       type: "application/json",
       text: "",
     });
+  });
+});
+
+// ---- hosts -------------------------------------------------------------------------------------
+
+/** A request with headers fetch will not send, Host among them. */
+function rawRequest(method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      t.baseUrl + path,
+      { method, headers: { authorization: `Bearer ${t.adminKey}`, ...headers }, agent: false, setHost: !("host" in headers) },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () => {
+          sent.push({ request: `${method} ${path} (host ${JSON.stringify(headers)})`, status: res.statusCode ?? 0 });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("a bad Host or X-Forwarded-Host", () => {
+  const badHosts: [label: string, host: string][] = [
+    ...["a b", "evil.example:99999", "[::1", "%", "", "host/path", "user@host", "ex ample.com:80"].map((host): [string, string] => [JSON.stringify(host), host]),
+    ["400 characters", "x".repeat(400)],
+  ];
+  /** List routes that hold two items or more here, so perPage=1 has a next page. */
+  let paged: string[];
+
+  beforeAll(async () => {
+    await call("POST", "/v1/projects", { body: { name: "second", taskType: "llm-base" } });
+    await call("POST", `/v1/projects/${own.project}/versions`, { body: validVersion() });
+    await call("POST", `/v1/projects/${own.project}/tests`, { body: validTest("second") });
+    await call("POST", `/v1/projects/${own.project}/inference-pipelines`, { body: { name: "second", description: null } });
+    await call("POST", `/v1/workspaces/${own.workspace}/invites`, { body: { emails: ["a@example.com", "b@example.com"] } });
+    paged = [];
+    for (const route of listRoutes) {
+      const path = `${fill(route.template, own)}?perPage=1`;
+      if ((await call("GET", path)).headers.get("x-next")) paged.push(path);
+    }
+    expect(paged.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it.each(badHosts)("Host %s: every x-next is built on the address the caller reached", async (_, host) => {
+    for (const path of paged) {
+      const response = await rawRequest("GET", path, { host });
+      expect({ path, status: response.status, next: response.headers["x-next"] }).toEqual({ path, status: 200, next: `${t.baseUrl}${path}&page=2` });
+    }
+  });
+
+  it.each(badHosts)("X-Forwarded-Host %s is ignored: x-next is built on Host", async (_, forwarded) => {
+    for (const path of paged) {
+      const response = await rawRequest("GET", path, { host: "warden.example:8443", "x-forwarded-host": forwarded, "x-forwarded-proto": "https" });
+      expect({ path, status: response.status, next: response.headers["x-next"] }).toEqual({
+        path,
+        status: 200,
+        next: `https://warden.example:8443${path}&page=2`,
+      });
+    }
+  });
+
+  it("an X-Forwarded-Proto that is not http or https is ignored; a good X-Forwarded-Host is used", async () => {
+    const path = paged[0]!;
+    const response = await rawRequest("GET", path, { host: "a b", "x-forwarded-host": "proxy.example, inner.example", "x-forwarded-proto": "javascript" });
+    expect({ status: response.status, next: response.headers["x-next"] }).toEqual({ status: 200, next: `http://proxy.example${path}&page=2` });
+  });
+
+  it("HTTP/1.0 without any Host: x-next on the address the caller reached", async () => {
+    const path = paged[0]!;
+    // Written, not ended: Node's HTTP server drops a request whose client half-closes first.
+    const socket = net.connect(Number(new URL(t.baseUrl).port), "127.0.0.1");
+    socket.write(`GET ${path} HTTP/1.0\r\nAuthorization: Bearer ${t.adminKey}\r\n\r\n`);
+    let text = "";
+    for await (const chunk of socket) text += (chunk as Buffer).toString("latin1");
+    expect(text.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    expect(text).toContain(`\r\nx-next: ${t.baseUrl}${path}&page=2\r\n`);
+  });
+
+  it.each(badHosts)("the bulk update's taskResultUrl with Host %s is on the address the caller reached, and it works", async (_, host) => {
+    const body = JSON.stringify({ payloads: [{ id: own.test, archived: false }] });
+    const response = await rawRequest("PUT", `/v1/projects/${own.project}/tests`, { host, "content-type": "application/json" }, body);
+    expect(response.status).toBe(202);
+    const handle = JSON.parse(response.text) as { taskResultId: string; taskResultUrl: string };
+    expect(handle.taskResultUrl).toBe(`${t.baseUrl}/v1/task-results/${handle.taskResultId}`);
+    expect((await call("GET", handle.taskResultUrl.slice(t.baseUrl.length))).status).toBe(200);
+  });
+
+  it.each(badHosts)("the bulk update's taskResultUrl with X-Forwarded-Host %s is on Host", async (_, forwarded) => {
+    const body = JSON.stringify({ payloads: [{ id: own.test, archived: false }] });
+    const response = await rawRequest("PUT", `/v1/projects/${own.project}/tests`, { host: "warden.example", "x-forwarded-host": forwarded, "content-type": "application/json" }, body);
+    expect(response.status).toBe(202);
+    const handle = JSON.parse(response.text) as { taskResultId: string; taskResultUrl: string };
+    expect(handle.taskResultUrl).toBe(`http://warden.example/v1/task-results/${handle.taskResultId}`);
+  });
+
+  it("an absolute-form request target that is not a URL is 400", async () => {
+    const socket = net.connect(Number(new URL(t.baseUrl).port), "127.0.0.1");
+    socket.write(`GET http://[::1/v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.adminKey}\r\nConnection: close\r\n\r\n`);
+    let text = "";
+    for await (const chunk of socket) text += (chunk as Buffer).toString("latin1");
+    sent.push({ request: "GET http://[::1/v1/projects", status: Number(text.slice(9, 12)) });
+    expect(text.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+    expect(JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4))).toEqual(errorBody("The request target is not a valid URL", "invalid_argument"));
   });
 });
 

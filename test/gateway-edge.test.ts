@@ -300,6 +300,20 @@ describe("Upstream: transport failures are typed", () => {
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
   });
+
+  it("the caller's abort mid-body is not an upstream error either", async () => {
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("event: a\ndata: {}\n\n");
+    });
+    const controller = new AbortController();
+    const reason = new Error("client went away");
+    const res = await upstream(provider({ baseUrl: server.url })).send({ ...call("responses"), signal: controller.signal });
+    const err = await (async () => {
+      for await (const _chunk of res.body) controller.abort(reason);
+    })().catch((e: unknown) => e);
+    expect(err).toBe(reason);
+  });
 });
 
 describe("classifyUpstreamError", () => {
@@ -316,6 +330,8 @@ describe("classifyUpstreamError", () => {
       [withCode("EPIPE"), "UpstreamConnectionError", "EPIPE"],
       [withCode("HPE_INVALID_CONSTANT"), "UpstreamConnectionError", "HPE_INVALID_CONSTANT"],
       [new Error("other side closed"), "UpstreamConnectionError", "UND_ERR_SOCKET"],
+      // Undici aborting a request of its own accord; the caller's abort never gets here (below).
+      [new undiciErrors.RequestAbortedError(), "UpstreamConnectionError", "UND_ERR_ABORTED"],
     ];
     for (const [err, name, code] of cases) {
       const typed = classifyUpstreamError(err);
@@ -326,7 +342,6 @@ describe("classifyUpstreamError", () => {
   });
 
   it("leaves the caller's abort and anything unknown unclassified", () => {
-    expect(classifyUpstreamError(new undiciErrors.RequestAbortedError())).toBeUndefined();
     expect(classifyUpstreamError(new DOMException("aborted", "AbortError"))).toBeUndefined();
     expect(classifyUpstreamError(new TypeError("bug"))).toBeUndefined();
     expect(classifyUpstreamError("string")).toBeUndefined();
@@ -389,7 +404,7 @@ describe("gateway errors: messages", () => {
       [gw.guardrailLoading("pii"), 503, "The PII guardrail is still loading. Retry in a few seconds.", 5],
       [gw.guardrailLoading("prompt_injection"), 503, "The prompt injection guardrail is still loading. Retry in a few seconds.", 5],
       [gw.guardrailLoading("content_safety"), 503, "The content safety guardrail is still loading. Retry in a few seconds.", 5],
-      [gw.databaseUnavailable(), 503, "The gateway's database is unavailable: the API key could not be checked in time. Retry in a few seconds.", 5],
+      [gw.databaseUnavailable("the API key"), 503, "The gateway's database is unavailable: the API key could not be checked in time. Retry in a few seconds.", 5],
       [gw.noProviderApiKey("main"), 503, "No API key is configured for provider 'main'. An administrator must store one.", undefined],
       [gw.providerNotConfigured("gone"), 503, "Provider 'gone' is not configured. A routing rule targets it: create the provider or change the rule's target.", undefined],
       [gw.routingRuleWrongProvider("claude", "anthropic", "embeddings"), 503, "The routing rule for this request targets provider 'claude' (Anthropic), which does not serve embeddings. Point the rule at an OpenAI or Azure OpenAI provider.", undefined],

@@ -11,10 +11,12 @@ import net from "node:net";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { guardrailLoading, renderError } from "../src/gateway/dataplane/errors.ts";
+import { errors as undiciErrors } from "undici";
+import { asGatewayError, guardrailLoading, renderError } from "../src/gateway/dataplane/errors.ts";
+import { classifyUpstreamError } from "../src/gateway/providers/errors.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
-import { fakeModel, type FakeProvider } from "./support/fake-providers.ts";
+import { fakeModel, WIRE_FAULTS, type FakeProvider } from "./support/fake-providers.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
 import { client, type Call } from "./support/http.ts";
 import { addWorkspace } from "./support/workspace.ts";
@@ -986,6 +988,113 @@ describe("streaming", () => {
     expect({ status: responses.status, broken: responses.broken }).toEqual({ status: 200, broken: false });
     expect(parseEvents(responses.text).map((e) => e.name)).toEqual([...RESPONSES_EVENTS.slice(0, 2), "error"]);
     expect(responses.text.endsWith(responsesErrorEvent(BODY_TIMED_OUT, 2))).toBe(true);
+  });
+});
+
+describe("502: provider bytes that are not HTTP", () => {
+  /** Faults that break the answer before its headers are complete. */
+  const headFaults = WIRE_FAULTS.filter((fault) => fault !== "bad-chunk");
+  const calls: { endpoint: Endpoint; model: string; stream: boolean }[] = [
+    { endpoint: "messages", model: "claude-test", stream: false },
+    { endpoint: "messages", model: "claude-test", stream: true },
+    { endpoint: "responses", model: "gpt-test", stream: false },
+    { endpoint: "responses", model: "gpt-test", stream: true },
+    { endpoint: "responses", model: "azure-test", stream: false },
+    { endpoint: "embeddings", model: "text-embedding-test", stream: false },
+    { endpoint: "images", model: "gpt-image", stream: false },
+  ];
+
+  it("bytes that are not an HTTP head: 502 on every endpoint, streamed or not, in the endpoint's style", async () => {
+    for (const { endpoint, model, stream } of calls) {
+      for (const wire of headFaults) {
+        const before = providerCalls();
+        const body = bodyFor(endpoint, fakeModel(model, { wire }), stream ? { stream: true } : {});
+        const reply = await send({ path: PATHS[endpoint], body });
+        expect({ endpoint, stream, wire, status: reply.status }).toEqual({ endpoint, stream, wire, status: 502 });
+        expectError(reply, STYLES[endpoint], { status: 502, message: UNREACHABLE });
+        expect(providerCalls()).toBe(before + 1);
+      }
+    }
+    // And through the SDKs, whose error objects carry the same.
+    await expectSdkError("messages", bodyFor("messages", fakeModel("claude-test", { wire: "garbage" })), { status: 502, message: UNREACHABLE });
+    await expectSdkError("responses", bodyFor("responses", fakeModel("gpt-test", { wire: "random" })), { status: 502, message: UNREACHABLE });
+    await expectSdkError("embeddings", bodyFor("embeddings", fakeModel("text-embedding-test", { wire: "bad-status" })), { status: 502, message: UNREACHABLE });
+  });
+
+  it("a body that breaks after a valid head: 502 before the first event, the error event after it", async () => {
+    for (const { endpoint, model } of calls.filter((c) => !c.stream)) {
+      expectError(await send({ path: PATHS[endpoint], body: bodyFor(endpoint, fakeModel(model, { wire: "bad-chunk" })) }), STYLES[endpoint], {
+        status: 502,
+        message: DROPPED,
+      });
+    }
+    const ping = `event: ping\ndata: ${JSON.stringify({ type: "ping" })}\n\n`;
+    const messages = await streamThroughGateway("messages", bodyFor("messages", fakeModel("claude-test", { wire: "bad-chunk" }), { stream: true }));
+    expect({ status: messages.status, broken: messages.broken, text: messages.text }).toEqual({
+      status: 200,
+      broken: false,
+      text: ping + messagesErrorEvent(DROPPED),
+    });
+    const responses = await streamThroughGateway("responses", bodyFor("responses", fakeModel("gpt-test", { wire: "bad-chunk" }), { stream: true }));
+    expect({ status: responses.status, broken: responses.broken, text: responses.text }).toEqual({
+      status: 200,
+      broken: false,
+      text: ping + responsesErrorEvent(DROPPED, 0),
+    });
+  });
+
+  it("a TLS handshake that fails (https to a plain HTTP server): 502", async () => {
+    await created(admin, "/v1/gateway/providers", { name: "openai-tls", kind: "openai", baseUrl: g.openai.url.replace("http:", "https:"), apiKey: g.openai.apiKey });
+    await created(admin, "/v1/gateway/routing-rules", { priority: 7, models: ["tls-*"], providerName: "openai-tls" });
+    await reload();
+    // Embeddings are not routed by model, so they do not reach this provider.
+    for (const endpoint of ["responses", "images"] as const) {
+      expectError(await send({ path: PATHS[endpoint], body: bodyFor(endpoint, "tls-test") }), STYLES[endpoint], { status: 502, message: UNREACHABLE });
+    }
+    expectError(await send({ path: PATHS.responses, body: bodyFor("responses", "tls-test", { stream: true }) }), "responses", {
+      status: 502,
+      message: UNREACHABLE,
+    });
+  });
+
+  it("every kind of transport error is typed once, at the provider edge: 504 for timeouts, 502 for the rest, our own faults untyped", () => {
+    const system = (code: string, syscall: string) => Object.assign(new Error(`${syscall} ${code}`), { code, syscall, errno: -1 });
+    const tls = (code: string) => Object.assign(new Error(code), { code });
+    const cases: [string, unknown, string | undefined][] = [
+      ["HTTPParserError", new undiciErrors.HTTPParserError("Response does not match the HTTP/1.1 protocol"), "UpstreamConnectionError"],
+      ["UND_ERR_SOCKET", new undiciErrors.SocketError("other side closed"), "UpstreamConnectionError"],
+      ["UND_ERR_INFO", new undiciErrors.InformationalError("bad upgrade"), "UpstreamConnectionError"],
+      ["UND_ERR_HEADERS_OVERFLOW", new undiciErrors.HeadersOverflowError(), "UpstreamConnectionError"],
+      ["UND_ERR_RES_EXCEEDED_MAX_SIZE", new undiciErrors.ResponseExceededMaxSizeError(), "UpstreamConnectionError"],
+      ["UND_ERR_RES_CONTENT_LENGTH_MISMATCH", new undiciErrors.ResponseContentLengthMismatchError(), "UpstreamConnectionError"],
+      ["UND_ERR_ABORTED (not the caller's)", new undiciErrors.RequestAbortedError(), "UpstreamConnectionError"],
+      ["UND_ERR_DESTROYED", new undiciErrors.ClientDestroyedError(), "UpstreamConnectionError"],
+      ["UND_ERR_CLOSED", new undiciErrors.ClientClosedError(), "UpstreamConnectionError"],
+      ["ECONNRESET", system("ECONNRESET", "read"), "UpstreamConnectionError"],
+      ["ECONNREFUSED", system("ECONNREFUSED", "connect"), "UpstreamConnectionError"],
+      ["ENOTFOUND", system("ENOTFOUND", "getaddrinfo"), "UpstreamConnectionError"],
+      ["EPIPE", system("EPIPE", "write"), "UpstreamConnectionError"],
+      ["DEPTH_ZERO_SELF_SIGNED_CERT", tls("DEPTH_ZERO_SELF_SIGNED_CERT"), "UpstreamConnectionError"],
+      ["CERT_HAS_EXPIRED", tls("CERT_HAS_EXPIRED"), "UpstreamConnectionError"],
+      ["UNABLE_TO_VERIFY_LEAF_SIGNATURE", tls("UNABLE_TO_VERIFY_LEAF_SIGNATURE"), "UpstreamConnectionError"],
+      ["ERR_TLS_CERT_ALTNAME_INVALID", tls("ERR_TLS_CERT_ALTNAME_INVALID"), "UpstreamConnectionError"],
+      ["ERR_SSL_WRONG_VERSION_NUMBER", tls("ERR_SSL_WRONG_VERSION_NUMBER"), "UpstreamConnectionError"],
+      ["EPROTO", tls("EPROTO"), "UpstreamConnectionError"],
+      ["UND_ERR_CONNECT_TIMEOUT", new undiciErrors.ConnectTimeoutError(), "UpstreamTimeoutError"],
+      ["UND_ERR_HEADERS_TIMEOUT", new undiciErrors.HeadersTimeoutError(), "UpstreamTimeoutError"],
+      ["ETIMEDOUT", system("ETIMEDOUT", "connect"), "UpstreamTimeoutError"],
+      ["UND_ERR_BODY_TIMEOUT", new undiciErrors.BodyTimeoutError(), "UpstreamBodyTimeoutError"],
+      ["UND_ERR_INVALID_ARG (ours)", new undiciErrors.InvalidArgumentError("invalid header"), undefined],
+      ["UND_ERR_NOT_SUPPORTED (ours)", new undiciErrors.NotSupportedError(), undefined],
+      ["a TypeError (a bug)", new TypeError("x is not a function"), undefined],
+      ["a value that is not an error", "nope", undefined],
+    ];
+    const typed = cases.map(([name, err]) => [name, classifyUpstreamError(err)?.name]);
+    expect(typed).toEqual(cases.map(([name, , expected]) => [name, expected]));
+    // Each kind becomes the spec's status.
+    expect(asGatewayError(classifyUpstreamError(new undiciErrors.HTTPParserError("x"))).status).toBe(502);
+    expect(asGatewayError(classifyUpstreamError(new undiciErrors.HeadersTimeoutError())).status).toBe(504);
+    expect(asGatewayError(classifyUpstreamError(new undiciErrors.BodyTimeoutError(), "body")).status).toBe(504);
   });
 });
 

@@ -112,7 +112,7 @@ describe("guardrail blocks, in each endpoint's shape", () => {
     });
     await t.app.gateway!.requestLog.flush();
     const [row] = await t.app.orm.em.fork().execute<{ input_tokens: number; output_tokens: number; guardrail_verdict: string }[]>(
-      "select input_tokens, output_tokens, guardrail_verdict from gateway_request_log where request_id = 'out-blocked'",
+      "select input_tokens::int as input_tokens, output_tokens::int as output_tokens, guardrail_verdict from gateway_request_log where request_id = 'out-blocked'",
     );
     expect(row).toEqual({ input_tokens: 20, output_tokens: 8, guardrail_verdict: "pii:blocked:output" });
   });

@@ -85,7 +85,10 @@ async function consumption(admin: Call, limitId: string): Promise<{ used: number
   return { used: item.used, reserved: item.reserved };
 }
 
-/** Settles are written after the answer; wait (boundedly) until nothing is reserved any more. */
+/**
+ * A request's usage is settled before its caller has the whole answer; only a request whose caller
+ * left settles after: wait (boundedly) until nothing is reserved any more.
+ */
 async function settled(admin: Call, limitId: string): Promise<{ used: number; reserved: number }> {
   let last = await consumption(admin, limitId);
   for (let i = 0; i < 200 && last.reserved > 0; i++) {
@@ -121,7 +124,7 @@ describe.each(["postgres", "redis"] as const)("the race, with counters in %s", (
       expect(r.retryAfter).toBeNull();
     }
     expect(s.provider.requests).toHaveLength(k);
-    expect(await settled(s.admin, s.limitId)).toEqual({ used: k * perRequest, reserved: 0 });
+    expect(await consumption(s.admin, s.limitId)).toEqual({ used: k * perRequest, reserved: 0 });
   });
 });
 
@@ -139,10 +142,10 @@ describe("what counts", () => {
     const before = await settled(s.admin, s.limitId);
     const streamed = await ask(port(), s.key.secret, fakeModel("claude-s", { inputTokens: 5, outputTokens: 6 }), { stream: true });
     await streamed.text();
-    expect((await settled(s.admin, s.limitId)).used).toBe(before.used + 11);
+    expect(await consumption(s.admin, s.limitId)).toEqual({ used: before.used + 11, reserved: 0 });
     const failed = await ask(port(), s.key.secret, fakeModel("claude-f", { status: 500 }));
     expect(failed.status).toBe(502);
-    expect((await settled(s.admin, s.limitId)).used).toBe(before.used + 11);
+    expect(await consumption(s.admin, s.limitId)).toEqual({ used: before.used + 11, reserved: 0 });
   });
 
   it("an answer blocked on output counts", async () => {
@@ -157,7 +160,7 @@ describe("what counts", () => {
     const before = await settled(s.admin, s.limitId);
     const again = await ask(port(), s.key.secret, fakeModel("claude-b", { text: "Card 4111 1111 1111 1111", inputTokens: 3, outputTokens: 4 }));
     expect(again.status).toBe(422);
-    expect((await settled(s.admin, s.limitId)).used).toBe(before.used + 7);
+    expect(await consumption(s.admin, s.limitId)).toEqual({ used: before.used + 7, reserved: 0 });
   });
 
   it("an abandoned stream counts what the provider reported", async () => {

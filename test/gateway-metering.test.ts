@@ -1,5 +1,11 @@
 import Anthropic from "@anthropic-ai/sdk";
+import { randomUUID } from "node:crypto";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_REPORTED_TOKENS, StreamUsage, usageFrom } from "../src/gateway/usage/provider-usage.ts";
+import { RequestLog, type RequestLogEntry } from "../src/gateway/usage/request-log.ts";
+import type { Logger } from "../src/platform/logger.ts";
+import { SseEvent } from "../src/gateway/providers/sse.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel } from "./support/fake-providers.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
@@ -30,9 +36,13 @@ interface Row {
   key_id: string | null;
 }
 
+/** Token counts are bigint, which pg returns as strings: read as float8, exact to 2^53. */
+const rowColumns = `request_id, endpoint, model, provider, status, error_type, input_tokens::float8 as input_tokens,
+  output_tokens::float8 as output_tokens, tokens_estimated, ttfb_ms, key_id`;
+
 async function rowFor(requestId: string): Promise<Row> {
   await t.app.gateway!.requestLog.flush();
-  const rows = await t.app.orm.em.fork().execute<Row[]>("select * from gateway_request_log where request_id = ?", [requestId]);
+  const rows = await t.app.orm.em.fork().execute<Row[]>(`select ${rowColumns} from gateway_request_log where request_id = ?`, [requestId]);
   expect(rows).toHaveLength(1);
   return rows[0]!;
 }
@@ -116,7 +126,7 @@ describe("the request log and token counting", () => {
 async function waitForRow(requestId: string): Promise<Row> {
   for (let i = 0; i < 200; i++) {
     await t.app.gateway!.requestLog.flush();
-    const rows = await t.app.orm.em.fork().execute<Row[]>("select * from gateway_request_log where request_id = ?", [requestId]);
+    const rows = await t.app.orm.em.fork().execute<Row[]>(`select ${rowColumns} from gateway_request_log where request_id = ?`, [requestId]);
     if (rows[0]) return rows[0];
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -166,5 +176,136 @@ describe("the request log takes whatever callers send", () => {
     await (await post("/v1/responses", "req-after-odd", { model: fakeModel("gpt-x"), input: "Hi" })).text();
     expect(await rowFor("req-after-odd")).toMatchObject({ status: 200 });
     expect(await rowFor("x".repeat(128))).toMatchObject({ model: "gpt-bad" });
+  });
+});
+
+describe("the request log takes whatever providers report", () => {
+  /** A key of its own, so that these figures stay out of the sums checked above. */
+  let key: { id: string; secret: string };
+
+  beforeAll(async () => {
+    const created = await g.admin("POST", "/v1/gateway/keys", { body: { name: "huge usage" } });
+    key = { id: (created.body as { id: string }).id, secret: (created.body as { secret: string }).secret };
+    await t.app.gateway!.watcher.reload();
+  });
+
+  function postAs(path: string, requestId: string, body: unknown): Promise<Response> {
+    return fetch(`${t.gatewayUrl}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json", "x-request-id": requestId },
+      body: JSON.stringify(body),
+    });
+  }
+
+  it("3e9 input tokens (past an integer) are written, and so is every row after them", async () => {
+    const huge = fakeModel("gpt-x", { inputTokens: 3_000_000_000, outputTokens: 3_000_000_000 });
+    expect((await postAs("/v1/responses", "req-huge", { model: huge, input: "Hi" })).status).toBe(200);
+    const stream = await postAs("/v1/messages", "req-huge-stream", { model: fakeModel("claude-x", { inputTokens: 3_000_000_000 }), max_tokens: 5, stream: true, messages: [{ role: "user", content: "Hi" }] });
+    await stream.text();
+    expect((await postAs("/v1/responses", "req-after-huge", { model: fakeModel("gpt-x"), input: "Hi" })).status).toBe(200);
+    expect(await rowFor("req-huge")).toMatchObject({ status: 200, input_tokens: 3_000_000_000, output_tokens: 3_000_000_000 });
+    expect(await rowFor("req-huge-stream")).toMatchObject({ status: 200, input_tokens: 3_000_000_000, tokens_estimated: false });
+    expect(await rowFor("req-after-huge")).toMatchObject({ status: 200, input_tokens: 11, output_tokens: 7 });
+    expect(t.app.gateway!.requestLog.buffered).toBe(0);
+    // The usage API sums them without overflowing.
+    const usage = await g.admin("GET", "/v1/gateway/usage?groupBy=key");
+    const mine = (usage.body as { items: { subject: string; inputTokens: number; outputTokens: number; totalTokens: number }[] }).items.find((r) => r.subject === key.id);
+    expect(mine).toMatchObject({ inputTokens: 6_000_000_011, outputTokens: 3_000_000_000 + 7 + 7, totalTokens: 9_000_000_025 });
+  });
+
+  it("a figure past a trillion tokens is counted as a trillion", async () => {
+    expect((await postAs("/v1/embeddings", "req-absurd", { model: fakeModel("text-embedding-x", { inputTokens: Number.MAX_SAFE_INTEGER }), input: "Hi" })).status).toBe(200);
+    expect(await rowFor("req-absurd")).toMatchObject({ status: 200, input_tokens: MAX_REPORTED_TOKENS });
+  });
+
+  it("usage figures that are not whole non-negative numbers count as 0, fractions are cut, huge ones capped", () => {
+    expect(usageFrom({ input_tokens: 1e300, output_tokens: 12.9 })).toEqual({ inputTokens: MAX_REPORTED_TOKENS, outputTokens: 12 });
+    expect(usageFrom({ input_tokens: -5, output_tokens: "7" })).toEqual({ inputTokens: 0, outputTokens: 0 });
+    expect(usageFrom({ input_tokens: null, output_tokens: { n: 1 }, cache_read_input_tokens: 4 })).toEqual({ inputTokens: 4, outputTokens: 0 });
+    expect(usageFrom({ input_tokens: 9e11, cache_creation_input_tokens: 9e11, cache_read_input_tokens: 9e11 })).toEqual({
+      inputTokens: MAX_REPORTED_TOKENS,
+      outputTokens: 0,
+    });
+    expect(usageFrom({ prompt_tokens: 2 ** 70 })).toEqual({ inputTokens: MAX_REPORTED_TOKENS, outputTokens: 0 });
+    const meter = new StreamUsage();
+    meter.observe(new SseEvent(Buffer.from(`event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":1e308}}}\n\n`)));
+    meter.observe(new SseEvent(Buffer.from(`event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":-1e308}}\n\n`)));
+    expect(meter.usage).toEqual({ inputTokens: MAX_REPORTED_TOKENS, outputTokens: 0 });
+  });
+});
+
+describe("a row the database refuses", () => {
+  function entry(requestId: string, workspaceId: string | null = null): RequestLogEntry {
+    return {
+      requestId,
+      time: new Date(),
+      workspaceId,
+      keyId: null,
+      userId: null,
+      groupIds: [],
+      endpoint: "messages",
+      model: "m",
+      provider: "p",
+      status: 200,
+      errorType: null,
+      latencyMs: 1,
+      ttfbMs: 1,
+      inputTokens: 1,
+      outputTokens: 1,
+      tokensEstimated: false,
+      guardrailVerdict: null,
+    };
+  }
+
+  function capture(): { logger: Logger; lines: { level: number; msg: string }[] } {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) });
+    return { logger, lines };
+  }
+
+  async function written(prefix: string): Promise<string[]> {
+    const rows = await t.app.orm.em.fork().execute<{ request_id: string }[]>(
+      "select request_id from gateway_request_log where request_id like ? order by request_id",
+      [`${prefix}%`],
+    );
+    return rows.map((r) => r.request_id);
+  }
+
+  it("is logged and dropped alone; the rows around it are written, in one flush", async () => {
+    const { logger, lines } = capture();
+    // The timer is an hour away: only flush() writes here.
+    const log = new RequestLog({ databaseUrl: t.database.url, deadlines: t.config.databaseDeadlines, logger, retentionDays: 30, flushIntervalMs: 3_600_000, batchSize: 10 });
+    try {
+      const prefix = `bisect-${randomUUID()}-`;
+      // Rows of workspaces that do not parse as UUIDs: the whole batch's insert fails on them (SQLSTATE 22P02).
+      const bad = new Set([3, 4, 17]);
+      for (let i = 0; i < 25; i++) log.record(entry(`${prefix}${String(i).padStart(2, "0")}`, bad.has(i) ? "not-a-uuid" : null));
+      await log.flush();
+      expect(log.buffered).toBe(0);
+      const expected = Array.from({ length: 25 }, (_, i) => i).filter((i) => !bad.has(i)).map((i) => `${prefix}${String(i).padStart(2, "0")}`);
+      expect(await written(prefix)).toEqual(expected);
+      expect(lines.filter((l) => l.msg === "request log row refused by the database; dropped")).toHaveLength(3);
+      // Nothing is left to retry: a second flush writes nothing and logs nothing.
+      await log.flush();
+      expect(await written(prefix)).toEqual(expected);
+      expect(lines).toHaveLength(3);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it("a database that is away keeps the rows (up to maxBuffered, the oldest dropped) for a later write", async () => {
+    const { logger, lines } = capture();
+    // Nothing listens on port 1: every connection is refused at once.
+    const log = new RequestLog({ databaseUrl: "postgres://postgres@127.0.0.1:1/none", deadlines: t.config.databaseDeadlines, logger, retentionDays: 30, flushIntervalMs: 3_600_000, maxBuffered: 5 });
+    try {
+      for (let i = 0; i < 8; i++) log.record(entry(`away-${i}`));
+      expect(log.buffered).toBe(5);
+      await log.flush();
+      expect(log.buffered).toBe(5);
+      expect(lines.map((l) => l.msg)).toEqual(["request log write failed; will retry"]);
+    } finally {
+      await log.close().catch(() => undefined);
+    }
   });
 });

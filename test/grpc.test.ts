@@ -1,4 +1,7 @@
 import { randomUUID } from "node:crypto";
+import http2 from "node:http2";
+import net from "node:net";
+import { gzipSync } from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
 import { create, createFileRegistry, fromBinary, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
@@ -14,6 +17,7 @@ import { TaskService, TaskStatus } from "../gen/warden/tasks/v1/tasks_pb.js";
 import { Operator, TestService, TestType } from "../gen/warden/tests/v1/tests_pb.js";
 import { WorkspaceService } from "../gen/warden/workspaces/v1/workspaces_pb.js";
 import { Role } from "../gen/warden/api/v1/common_pb.js";
+import { isUndecodableInput } from "../src/platform/decode-errors.ts";
 import { generateManagementKey } from "../src/workspaces/keys.ts";
 import { addWorkspace } from "./support/workspace.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
@@ -220,6 +224,161 @@ describe("errors over gRPC carry the gRPC status and the message", () => {
     await expect(grpcClient(ProjectService).updateProject({ projectId: "not-a-uuid" })).rejects.toMatchObject({
       code: grpc.status.INVALID_ARGUMENT,
     });
+  });
+});
+
+describe("bytes that do not decode are INVALID_ARGUMENT on every door", () => {
+  const path = "/warden.projects.v1.ProjectService/ListProjects";
+  /** Protobuf that cannot be parsed, and what protobuf-es says of it. */
+  const undecodable: [label: string, bytes: Buffer, message: string][] = [
+    ["a lone tag byte", Buffer.from([0xff]), "parse binary: premature EOF"],
+    ["wire type 7", Buffer.from([0x0f]), "parse binary: illegal tag: field no 1 wire type 7"],
+    ["a varint of eleven bytes", Buffer.from([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), "parse binary: invalid varint"],
+    ["a length past the end", Buffer.from([0x0a, 0x05, 0x61]), "parse binary: premature EOF"],
+  ];
+
+  function envelope(flags: number, bytes: Buffer): Buffer {
+    const head = Buffer.alloc(5);
+    head[0] = flags;
+    head.writeUInt32BE(bytes.length, 1);
+    return Buffer.concat([head, bytes]);
+  }
+
+  /** One gRPC call over HTTP/2 with prior knowledge, its body as given. */
+  async function rawGrpc(body: Buffer, headers: Record<string, string> = {}): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders }> {
+    const session = http2.connect(t.baseUrl);
+    try {
+      const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${t.adminKey}`, ...headers });
+      req.end(body);
+      return await new Promise((resolve, reject) => {
+        let responseHeaders: http2.IncomingHttpHeaders = {};
+        let trailers: http2.IncomingHttpHeaders = {};
+        req.on("response", (h) => (responseHeaders = h));
+        req.on("trailers", (h) => (trailers = h));
+        req.on("data", () => undefined);
+        req.on("error", reject);
+        req.on("close", () => resolve({ headers: responseHeaders, trailers }));
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  it.each(undecodable)("Connect with application/proto, %s: 400 invalid_argument", async (_, bytes, message) => {
+    const res = await fetch(t.baseUrl + path, { method: "POST", headers: { "content-type": "application/proto", authorization: `Bearer ${t.adminKey}` }, body: bytes });
+    expect({ status: res.status, type: res.headers.get("content-type"), body: await res.json() }).toEqual({
+      status: 400,
+      type: "application/json",
+      body: { code: "invalid_argument", message },
+    });
+  });
+
+  it("Connect with a gzip body that does not inflate: 400 invalid_argument", async () => {
+    const res = await fetch(t.baseUrl + path, {
+      method: "POST",
+      headers: { "content-type": "application/proto", "content-encoding": "gzip", authorization: `Bearer ${t.adminKey}` },
+      body: gzipSync(Buffer.from([0x08, 0x01])).subarray(0, 8),
+    });
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 400, body: { code: "invalid_argument", message: "decompression failed" } });
+  });
+
+  it.each(undecodable)("gRPC-Web, %s: grpc-status 3", async (_, bytes, message) => {
+    const res = await fetch(t.baseUrl + path, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto", authorization: `Bearer ${t.adminKey}` },
+      body: envelope(0, bytes),
+    });
+    const trailer = `grpc-message: ${encodeURIComponent(message)}\r\ngrpc-status: 3\r\n`;
+    expect({ status: res.status, body: Buffer.from(await res.arrayBuffer()) }).toEqual({ status: 200, body: envelope(0x80, Buffer.from(trailer)) });
+  });
+
+  it.each(undecodable)("gRPC over HTTP/2, %s: grpc-status 3", async (_, bytes, message) => {
+    const { headers, trailers } = await rawGrpc(envelope(0, bytes));
+    expect({ status: headers[":status"], grpcStatus: trailers["grpc-status"], grpcMessage: decodeURIComponent(String(trailers["grpc-message"])) }).toEqual({
+      status: 200,
+      grpcStatus: "3",
+      grpcMessage: message,
+    });
+  });
+
+  it("gRPC: an envelope flagged compressed without an encoding, and gzip that does not inflate: grpc-status 3", async () => {
+    const unannounced = await rawGrpc(envelope(1, Buffer.from([0x08, 0x01])));
+    expect([unannounced.trailers["grpc-status"], decodeURIComponent(String(unannounced.trailers["grpc-message"]))]).toEqual([
+      "3",
+      "received compressed envelope, but do not know how to decompress",
+    ]);
+    for (const bytes of [gzipSync(Buffer.from([0x08, 0x01])).subarray(0, 8), Buffer.from("not gzip at all")]) {
+      const broken = await rawGrpc(envelope(1, bytes), { "grpc-encoding": "gzip" });
+      expect([broken.trailers["grpc-status"], decodeURIComponent(String(broken.trailers["grpc-message"]))]).toEqual(["3", "decompression failed"]);
+    }
+  });
+
+  it("a stock grpc-js client sending undecodable bytes gets INVALID_ARGUMENT", async () => {
+    const Client = grpc.makeGenericClientConstructor(
+      {
+        listProjects: {
+          path,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: (bytes: Buffer) => bytes,
+          requestDeserialize: (bytes: Buffer) => bytes,
+          responseSerialize: (bytes: Buffer) => bytes,
+          responseDeserialize: (bytes: Buffer) => bytes,
+        },
+      },
+      "raw",
+    );
+    const client = new Client(address, grpc.credentials.createInsecure());
+    grpcClients.push(client);
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", `Bearer ${t.adminKey}`);
+    const err = await new Promise<grpc.ServiceError | null>((resolve) => {
+      client.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, Buffer.from([0x0f]), metadata, (e) => resolve(e));
+    });
+    expect(err?.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
+  it("a message that decodes is still served, and a real internal error would still be internal", async () => {
+    const { headers, trailers } = await rawGrpc(envelope(0, Buffer.alloc(0)));
+    expect([headers[":status"], trailers["grpc-status"]]).toEqual([200, "0"]);
+    expect(isUndecodableInput(new ConnectError("serialize binary: oops", Code.Internal))).toBe(false);
+    expect(isUndecodableInput(new ConnectError("parse binary: premature EOF", Code.Unknown))).toBe(false);
+    expect(isUndecodableInput(new ConnectError("parse binary: premature EOF", Code.Internal))).toBe(true);
+  });
+});
+
+describe("callers' junk outside the message", () => {
+  /** A Connect call over a raw HTTP/1 connection, so that any Host (or none) can be sent. */
+  async function rawConnect(head: string, body: string): Promise<{ status: number; body: unknown }> {
+    const socket = net.connect(Number(new URL(t.baseUrl).port), "127.0.0.1");
+    socket.write(`${head}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nAuthorization: Bearer ${t.adminKey}\r\nConnection: close\r\n\r\n${body}`);
+    let text = "";
+    for await (const chunk of socket) text += (chunk as Buffer).toString("utf8");
+    return { status: Number(text.slice(9, 12)), body: JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as unknown };
+  }
+
+  it("a Host that is not a host, or none at all (HTTP/1.0), is served, with links on the address the caller reached", async () => {
+    const { id } = await newProject("reached-by-junk-host");
+    for (const head of [
+      "POST /warden.projects.v1.ProjectService/ListProjects HTTP/1.1\r\nHost: a b\r\n",
+      "POST /warden.projects.v1.ProjectService/ListProjects HTTP/1.1\r\nHost: [::1\r\n",
+      "POST /warden.projects.v1.ProjectService/ListProjects HTTP/1.0\r\n",
+    ]) {
+      const res = await rawConnect(head, JSON.stringify({ name: "reached-by-junk-host" }));
+      expect(res).toEqual({ status: 200, body: { items: [expect.objectContaining({ id, links: { app: `${t.baseUrl}/projects/${id}` } })] } });
+    }
+  });
+
+  it("an enum value the enum does not have is INVALID_ARGUMENT, not an internal error", async () => {
+    const cases: [string, unknown, string][] = [
+      ["/warden.gateway.v1.GatewayAdminService/CreateAccessRule", { effect: 8, subject: 1, models: ["m"] }, "effect has an unknown value: 8"],
+      ["/warden.gateway.v1.GatewayUsageService/GetUsage", { groupBy: 401 }, "groupBy has an unknown value: 401"],
+      ["/warden.projects.v1.ProjectService/ListProjects", { taskType: 99 }, "an enum field has an unknown value: 99"],
+    ];
+    for (const [path, body, message] of cases) {
+      const res = await fetch(t.baseUrl + path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${t.adminKey}` }, body: JSON.stringify(body) });
+      expect({ path, status: res.status, body: await res.json() }).toEqual({ path, status: 400, body: { code: "invalid_argument", message } });
+    }
   });
 });
 

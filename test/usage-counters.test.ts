@@ -364,6 +364,50 @@ describe.each(backends)("$name store", (backend) => {
       expect(await usage(store, l, t)).toEqual({ used: 900, reserved: 0 });
     });
 
+    it("releases the reservations of a store whose lease lapsed, and not a live store's", async () => {
+      // Sweeps here run at a clock years before every other test's, so that the age backstop
+      // (15 minutes) takes nothing: only the leases decide.
+      const sweepAt = at("2000-01-01T00:00:00Z");
+      const t = at("2026-11-26T10:00:00Z");
+      const l = limit("daily", 1000);
+      const live = track(backend.name === "pg"
+        ? new PgCounterStore({ databaseUrl: database.url })
+        : new RedisCounterStore({ databaseUrl: database.url, redisUrl, keyPrefix }));
+      const dying = track(backend.name === "pg"
+        ? new PgCounterStore({ databaseUrl: database.url, leaseTtlMs: 50 })
+        : new RedisCounterStore({ databaseUrl: database.url, redisUrl, keyPrefix, leaseTtlMs: 50 }));
+      await live.renewLease();
+      await dying.renewLease();
+      const kept = granted(await live.reserve([l], 300, t));
+      const orphan = granted(await dying.reserve([l], 500, t));
+      expect(await usage(store, l, t)).toEqual({ used: 0, reserved: 800 });
+      // The dying store renews no more; its lease (50 ms) lapses. The wait is a lower bound on
+      // elapsed time, not a timing assertion.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await store.sweep(sweepAt)).toBe(1);
+      expect(await usage(store, l, t)).toEqual({ used: 0, reserved: 300 });
+      expect(await store.sweep(sweepAt)).toBe(0);
+      // The store was not dead after all: its tokens still count, and nothing is given back twice.
+      await dying.settle(orphan, 200);
+      await live.settle(kept, 100);
+      expect(await usage(store, l, t)).toEqual({ used: 300, reserved: 0 });
+    });
+
+    it("a store that closes gives its lease up: what it still held is released at the next sweep", async () => {
+      const sweepAt = at("2000-01-01T00:00:00Z");
+      const t = at("2026-11-26T11:00:00Z");
+      const l = limit("daily", 1000);
+      const closing = backend.name === "pg"
+        ? new PgCounterStore({ databaseUrl: database.url })
+        : new RedisCounterStore({ databaseUrl: database.url, redisUrl, keyPrefix });
+      await closing.renewLease();
+      granted(await closing.reserve([l], 400, t));
+      await closing.close();
+      expect(await usage(store, l, t)).toEqual({ used: 0, reserved: 400 });
+      expect(await store.sweep(sweepAt)).toBe(1);
+      expect(await usage(store, l, t)).toEqual({ used: 0, reserved: 0 });
+    });
+
     it("keeps a finished reservation's row for an hour, then prunes it", async () => {
       const t = at("2001-03-07T10:00:00Z");
       const clocked = backend.open(() => t);

@@ -3,8 +3,9 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import pg from "pg";
 import type { Logger } from "../platform/logger.ts";
+import { defaultDatabaseDeadlines, defaultMigrationTimeoutMs, migrationDeadlines } from "./deadlines.ts";
+import { createClient } from "./pools.ts";
 
 export interface EmbeddedDatabase {
   url: string;
@@ -71,7 +72,8 @@ async function importLeavingSignalsToUs() {
 }
 
 async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  // Creating a database copies its template, which a slow disk may take a while to do: a migration's bound.
+  const client = createClient(adminUrl, migrationDeadlines(defaultDatabaseDeadlines, defaultMigrationTimeoutMs));
   await client.connect();
   try {
     const found = await client.query("select 1 from pg_database where datname = $1", [name]);

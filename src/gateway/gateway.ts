@@ -1,14 +1,19 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/postgresql";
+import type { DatabaseDeadlines } from "../db/deadlines.ts";
 import type { Logger } from "../platform/logger.ts";
+import { http1Timeouts, type ConnectionTimeouts } from "../platform/server.ts";
 import type { SecretBox } from "./config/secrets.ts";
 import { loadSnapshot } from "./config/snapshot.ts";
 import { ConfigWatcher } from "./config/watcher.ts";
 import { createGatewayHandler } from "./dataplane/pipeline.ts";
 import { UpstreamRegistry } from "./dataplane/upstreams.ts";
 import { DetectorLoader, type DetectorSources } from "./guardrails/detectors/loader.ts";
+import type { GuardrailLimits } from "./guardrails/guardrail-limits.ts";
 import { createGuardrailStep } from "./guardrails/guardrails.ts";
+import { createRequestBodies } from "./guardrails/request-bodies.ts";
+import { WorkerPool } from "./guardrails/worker-pool.ts";
 import { createLimitStep } from "./limits/limit-step.ts";
 import type { CounterStore } from "./limits/types.ts";
 import { RequestLog } from "./usage/request-log.ts";
@@ -23,11 +28,14 @@ export interface GatewayOptions {
   maxBodyBytes: number;
   defaultMaxInFlight: number;
   keyLookupTimeoutMs: number;
+  httpTimeouts: ConnectionTimeouts;
+  databaseDeadlines: DatabaseDeadlines;
   requestLogRetentionDays: number;
   /** Where the guardrail detectors read their data; the bundled files unless a test holds them. */
   detectorSources?: DetectorSources;
   counters: CounterStore;
   defaultMaxTokens: number;
+  guardrailLimits: GuardrailLimits;
 }
 
 export interface Gateway {
@@ -46,6 +54,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     load: (version) => loadSnapshot({ orm: options.orm, secrets: options.secrets, defaultMaxInFlight: options.defaultMaxInFlight, logger }, version),
     logger,
     keyLookupTimeoutMs: options.keyLookupTimeoutMs,
+    deadlines: options.databaseDeadlines,
   });
   // Loads in the background: the gateway serves at once, and a request that needs a detector
   // still loading gets the spec's 503 "still loading".
@@ -54,18 +63,30 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     () => logger.info("guardrail detectors loaded"),
     (err: unknown) => logger.error({ err }, "guardrail detectors failed to load"),
   );
+  // Large bodies are read and long texts checked off the event loop, so that one large prompt
+  // cannot stall the process.
+  const workers = new WorkerPool({
+    size: options.guardrailLimits.workers,
+    queueLimit: options.guardrailLimits.queueLimit,
+    deadlineMs: options.guardrailLimits.timeoutMs,
+    data: detectors.data,
+    logger,
+  });
   const upstreams = new UpstreamRegistry();
-  const requestLog = new RequestLog({ databaseUrl: options.databaseUrl, logger, retentionDays: options.requestLogRetentionDays });
+  const requestLog = new RequestLog({ databaseUrl: options.databaseUrl, deadlines: options.databaseDeadlines, logger, retentionDays: options.requestLogRetentionDays });
   const handle = createGatewayHandler({
     watcher,
     upstreams,
     usage: createLimitStep({ store: options.counters, logger, defaultMaxTokens: options.defaultMaxTokens }),
-    guardrails: createGuardrailStep({ loader: detectors, logger }),
+    guardrails: createGuardrailStep({ loader: detectors, logger, maxTextBytes: options.guardrailLimits.maxTextBytes, pool: workers }),
+    bodies: createRequestBodies({ workers, maxTextBytes: options.guardrailLimits.maxTextBytes }),
     requestLog,
     logger,
     maxBodyBytes: options.maxBodyBytes,
   });
-  const server = http.createServer((req, res) => {
+  // A client slow to send its headers or its body, or idle, is let go; a slow provider or a long
+  // stream is not: none of these bounds the response.
+  const server = http.createServer(http1Timeouts(options.httpTimeouts), (req, res) => {
     if (req.method === "GET" && (req.url === "/readyz" || req.url === "/healthz")) {
       // Alive as long as it answers; ready once every detector has loaded.
       const alive = req.url === "/healthz";
@@ -77,8 +98,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     handle(req, res);
   });
-  // Longer than the usual 60 s idle timeout of load balancers, so that they close first.
-  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
@@ -96,6 +115,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         server.closeAllConnections();
       });
       await upstreams.close();
+      await workers.stop();
       await requestLog.close();
       await watcher.stop();
     },

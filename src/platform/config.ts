@@ -1,4 +1,8 @@
 import path from "node:path";
+import { defaultLeaseTtlMs } from "../gateway/limits/types.ts";
+import type { ConnectionTimeouts } from "./server.ts";
+import { defaultDatabaseDeadlines, defaultMigrationTimeoutMs, type DatabaseDeadlines } from "../db/deadlines.ts";
+import { defaultGuardrailLimits, MAX_TEXT_BYTES_RANGE, type GuardrailLimits } from "../gateway/guardrails/guardrail-limits.ts";
 
 /** Everything Warden reads from its environment. Only the composition root builds one. */
 export interface Config {
@@ -11,6 +15,8 @@ export interface Config {
   adminKey: string | undefined;
   /** Base of absolute URLs (x-next, taskResultUrl). Absent: taken from each request's Host. */
   publicUrl: string | undefined;
+  /** How long either listener waits for a client's headers, its whole request, or its next request. */
+  httpTimeouts: ConnectionTimeouts;
   maxBodyBytes: number;
   logLevel: string;
   /** Run the pg-boss workers in this process. */
@@ -31,6 +37,17 @@ export interface Config {
   redisKeyPrefix: string;
   /** What a request reserves for its output when it sets no max_tokens / max_output_tokens. */
   gatewayDefaultMaxTokens: number;
+  /** How much text guardrails read per request, and the gateway's worker threads (docs/guardrails.md). */
+  guardrailLimits: GuardrailLimits;
+  /**
+   * A process that has not renewed its usage lease for this long is taken for gone, and its usage
+   * reservations are released by the next sweep of any live process (see src/gateway/limits/types.ts).
+   */
+  usageLeaseTtlMs: number;
+  /** The bounds on every database connection (src/db/deadlines.ts). */
+  databaseDeadlines: DatabaseDeadlines;
+  /** Migrations run with this bound instead of the statement, lock and query timeouts. */
+  databaseMigrationTimeoutMs: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -43,7 +60,8 @@ export function loadConfig(env: Env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: path.resolve(env.WARDEN_DATA_DIR || ".warden"),
     adminKey: env.WARDEN_ADMIN_KEY || undefined,
-    publicUrl: env.WARDEN_PUBLIC_URL ? env.WARDEN_PUBLIC_URL.replace(/\/+$/, "") : undefined,
+    publicUrl: publicUrlVar(env),
+    httpTimeouts: httpTimeoutsVar(env),
     maxBodyBytes: intVar(env, "WARDEN_MAX_BODY_BYTES", 1024 * 1024),
     logLevel: env.WARDEN_LOG_LEVEL || "info",
     runWorkers: env.WARDEN_WORKERS !== "false",
@@ -55,7 +73,60 @@ export function loadConfig(env: Env): Config {
     redisUrl: env.REDIS_URL || undefined,
     redisKeyPrefix: env.WARDEN_REDIS_KEY_PREFIX || "warden:usage:",
     gatewayDefaultMaxTokens: intVar(env, "WARDEN_GATEWAY_DEFAULT_MAX_TOKENS", 4096),
+    guardrailLimits: guardrailLimitsVar(env),
+    usageLeaseTtlMs: intVar(env, "WARDEN_USAGE_LEASE_TTL_MS", defaultLeaseTtlMs),
+    databaseDeadlines: {
+      connectTimeoutMs: intVar(env, "WARDEN_DB_CONNECT_TIMEOUT_MS", defaultDatabaseDeadlines.connectTimeoutMs),
+      statementTimeoutMs: intVar(env, "WARDEN_DB_STATEMENT_TIMEOUT_MS", defaultDatabaseDeadlines.statementTimeoutMs),
+      lockTimeoutMs: intVar(env, "WARDEN_DB_LOCK_TIMEOUT_MS", defaultDatabaseDeadlines.lockTimeoutMs),
+      idleInTransactionTimeoutMs: intVar(env, "WARDEN_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", defaultDatabaseDeadlines.idleInTransactionTimeoutMs),
+      queryTimeoutMs: intVar(env, "WARDEN_DB_QUERY_TIMEOUT_MS", defaultDatabaseDeadlines.queryTimeoutMs),
+      heartbeatIntervalMs: intVar(env, "WARDEN_DB_HEARTBEAT_INTERVAL_MS", defaultDatabaseDeadlines.heartbeatIntervalMs),
+    },
+    databaseMigrationTimeoutMs: intVar(env, "WARDEN_DB_MIGRATION_TIMEOUT_MS", defaultMigrationTimeoutMs),
   };
+}
+
+function publicUrlVar(env: Env): string | undefined {
+  const raw = env.WARDEN_PUBLIC_URL;
+  if (!raw) return undefined;
+  // Every absolute URL is built on it: refuse at start what would not parse later.
+  const url = URL.parse(raw);
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash) {
+    throw new Error(`WARDEN_PUBLIC_URL must be an http or https URL without query or fragment, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+function httpTimeoutsVar(env: Env): ConnectionTimeouts {
+  const timeouts = {
+    headersTimeoutMs: intVar(env, "WARDEN_HTTP_HEADERS_TIMEOUT_MS", 60_000),
+    requestTimeoutMs: intVar(env, "WARDEN_HTTP_REQUEST_TIMEOUT_MS", 300_000),
+    // Longer than the usual 60 s idle timeout of load balancers, so that they close first.
+    idleTimeoutMs: intVar(env, "WARDEN_HTTP_IDLE_TIMEOUT_MS", 65_000),
+  };
+  for (const [name, value] of Object.entries(timeouts)) {
+    if (value < 1) throw new Error(`WARDEN_HTTP_* timeouts must be at least 1 ms, got ${name} = ${value}`);
+  }
+  if (timeouts.headersTimeoutMs > timeouts.requestTimeoutMs) {
+    throw new Error("WARDEN_HTTP_HEADERS_TIMEOUT_MS must not be more than WARDEN_HTTP_REQUEST_TIMEOUT_MS");
+  }
+  return timeouts;
+}
+
+function guardrailLimitsVar(env: Env): GuardrailLimits {
+  const limits = {
+    maxTextBytes: intVar(env, "WARDEN_GUARDRAIL_MAX_TEXT_BYTES", defaultGuardrailLimits.maxTextBytes),
+    workers: intVar(env, "WARDEN_GUARDRAIL_WORKERS", defaultGuardrailLimits.workers),
+    queueLimit: intVar(env, "WARDEN_GUARDRAIL_QUEUE_LIMIT", defaultGuardrailLimits.queueLimit),
+    timeoutMs: intVar(env, "WARDEN_GUARDRAIL_TIMEOUT_MS", defaultGuardrailLimits.timeoutMs),
+  };
+  const { min, max } = MAX_TEXT_BYTES_RANGE;
+  if (limits.maxTextBytes < min || limits.maxTextBytes > max) {
+    throw new Error(`WARDEN_GUARDRAIL_MAX_TEXT_BYTES must be between ${min} and ${max}, got ${limits.maxTextBytes}`);
+  }
+  if (limits.workers < 1 || limits.timeoutMs < 1) throw new Error("WARDEN_GUARDRAIL_WORKERS and WARDEN_GUARDRAIL_TIMEOUT_MS must be at least 1");
+  return limits;
 }
 
 function intVar(env: Env, name: string, fallback: number): number {

@@ -6,9 +6,13 @@ import { invalidArgument } from "./errors.ts";
  */
 type ProtoEnum = Record<string, string | number>;
 
-export function enumName<E extends ProtoEnum>(enumObject: E, value: number): string {
+/**
+ * The stored name of a value. Protobuf enums are open: a Connect or gRPC caller may send a number
+ * the enum does not have, which is the caller's bad input.
+ */
+export function enumName<E extends ProtoEnum>(enumObject: E, value: number, field = "an enum field"): string {
   const name = enumObject[value];
-  if (typeof name !== "string") throw new Error(`unknown enum value ${value}`);
+  if (typeof name !== "string") throw invalidArgument(`${field} has an unknown value: ${value}`);
   return name;
 }
 
@@ -21,5 +25,5 @@ export function enumValue<E extends ProtoEnum>(enumObject: E, name: string | nul
 /** A value the caller must set: UNSPECIFIED is a missing field. */
 export function requireEnum<E extends ProtoEnum>(field: string, enumObject: E, value: number): string {
   if (value === 0) throw invalidArgument(`${field} is required`);
-  return enumName(enumObject, value);
+  return enumName(enumObject, value, field);
 }

@@ -4,9 +4,10 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { DriverException, UniqueConstraintViolationException } from "@mikro-orm/core";
 import { auth as authOption, Permission } from "../../gen/warden/api/v1/annotations_pb.js";
 import { Role } from "../../gen/warden/api/v1/common_pb.js";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { entityManagerKey, principalKey } from "./context.ts";
 import { bearerToken } from "./http.ts";
-import { alreadyExists, asConnectError, invalidArgument, permissionDenied, unauthenticated } from "./errors.ts";
+import { alreadyExists, asConnectError, invalidArgument, permissionDenied, unauthenticated, unavailable } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { roleAllows, type Principal } from "./principal.ts";
 
@@ -26,6 +27,11 @@ export function errorInterceptor(logger: Logger): Interceptor {
       // character in text. That is the caller's input, not our failure.
       if (err instanceof DriverException && typeof err.code === "string" && err.code.startsWith("22")) {
         throw invalidArgument("A value in the request cannot be stored (it contains a NUL character or is out of range)");
+      }
+      // PostgreSQL down, frozen or slow past a deadline (src/db/deadlines.ts): transient, so 503.
+      if (isDatabaseUnavailable(err)) {
+        logger.warn({ err, rpc: req.url }, "rpc failed: the database is unavailable");
+        throw unavailable("The database is unavailable. Retry in a few seconds.");
       }
       const connectError = asConnectError(err);
       if (connectError !== err) logger.error({ err, rpc: req.url }, "rpc failed");

@@ -1,9 +1,9 @@
 import type { DescField, DescMessage, JsonObject, JsonValue, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { BodyTooLarge, readBody, respond, respondJson, type NodeServerRequest, type NodeServerResponse } from "../platform/http.ts";
-import { codeName, httpStatusOf, invalidArgument, retryIsFutile } from "../platform/errors.ts";
+import { asConnectError, codeName, httpStatusOf, invalidArgument, retryIsFutile } from "../platform/errors.ts";
 import type { Logger } from "../platform/logger.ts";
-import { baseUrlOf } from "../platform/urls.ts";
+import { baseUrlOf, forwardedHost, forwardedProto, validHost } from "../platform/urls.ts";
 import {
   decodeMessage,
   fieldRules,
@@ -33,9 +33,12 @@ export function createRestFacade(options: RestFacadeOptions) {
   const { routes, transport, maxBodyBytes, publicUrl, logger } = options;
 
   return async function handleRest(req: NodeServerRequest, res: NodeServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://placeholder");
+    // An absolute-form target ("GET http://[::1/v1 HTTP/1.1") reaches us as is, and may not parse.
+    const parsed = URL.parse(req.url ?? "/", "http://placeholder");
+    const url = parsed ?? new URL("http://placeholder/");
     const method = (req.method ?? "GET").toUpperCase();
     try {
+      if (!parsed) throw invalidArgument("The request target is not a valid URL");
       // HEAD is answered as GET; Node leaves the body out.
       const match = routes.match(method === "HEAD" ? "GET" : method, url.pathname);
       if (match.kind === "none") {
@@ -56,10 +59,12 @@ export function createRestFacade(options: RestFacadeOptions) {
       }
       // The facade is a proxy in front of the RPC: it says where the caller reached it, for
       // absolute URLs, unless a proxy further out already did. HTTP/2 has :authority, not Host.
+      // A forwarded value that is not a host or a protocol is dropped, and ours is used.
       const authority = req.headers[":authority"];
-      const host = req.headers.host ?? (typeof authority === "string" ? authority : undefined);
-      if (!header.has("x-forwarded-host") && host) header.set("x-forwarded-host", host);
-      if (!header.has("x-forwarded-proto")) header.set("x-forwarded-proto", "http");
+      const host = forwardedHost(header.get("x-forwarded-host")) ?? validHost(req.headers.host ?? (typeof authority === "string" ? authority : undefined));
+      header.delete("x-forwarded-host");
+      if (host) header.set("x-forwarded-host", host);
+      header.set("x-forwarded-proto", forwardedProto(header.get("x-forwarded-proto")) ?? "http");
       const response = await transport.unary(route.rpc, undefined, undefined, header, input);
       sendResult(route, response.message, res, header, url);
     } catch (err) {
@@ -69,7 +74,8 @@ export function createRestFacade(options: RestFacadeOptions) {
         sendError(res, new ConnectError(message, Code.ResourceExhausted), 413);
         return;
       }
-      const error = ConnectError.from(err);
+      // What is not a ConnectError is a bug of ours: logged with its cause, answered without it.
+      const error = asConnectError(err);
       if (error.code === Code.Internal || error.code === Code.Unknown) {
         logger.error({ err, path: url.pathname, method }, "REST call failed");
       }

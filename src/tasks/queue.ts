@@ -3,6 +3,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 import { PgBoss } from "pg-boss";
 import { TaskStatus } from "../../gen/warden/tasks/v1/tasks_pb.js";
+import type { DatabaseDeadlines } from "../db/deadlines.ts";
+import { deadlineOptions } from "../db/pools.ts";
 import { enumName } from "../platform/enums.ts";
 import type { Logger } from "../platform/logger.ts";
 import { TaskResultEntity } from "./entities.ts";
@@ -14,11 +16,22 @@ interface JobData {
   taskResultId: string;
 }
 
+/**
+ * A worker running a job beats every `heartbeatSeconds / 2`. A job whose beats stop for
+ * `heartbeatSeconds` (its process died) is failed by the next monitor pass of any live process,
+ * every `monitorIntervalSeconds`, and retried after the first retry delay (1 to 2 s): so a task
+ * whose process was killed runs again about 10 + 2 + 2 s after it last beat, instead of waiting
+ * out its expiry (it took 122 s). 10 s is the least heartbeat pg-boss takes.
+ */
+const heartbeatSeconds = 10;
+const monitorIntervalSeconds = 2;
+
 const queueOptions = {
-  // The work is a few short transactions; a worker that died holding a job gives it back soon.
+  // The bound on a job whose worker lives but is stuck; a worker that died is found by its heartbeat.
   expireInSeconds: 120,
+  heartbeatSeconds,
   retryLimit: 5,
-  retryDelay: 2,
+  retryDelay: 1,
   retryBackoff: true,
 } as const;
 
@@ -33,8 +46,15 @@ export class TaskQueue {
   private readonly logger: Logger;
   private readonly handlers = new Map<string, TaskHandler>();
 
-  constructor(databaseUrl: string, orm: MikroORM, logger: Logger) {
-    this.boss = new PgBoss({ connectionString: databaseUrl, schema: "pgboss", max: 4 });
+  constructor(databaseUrl: string, deadlines: DatabaseDeadlines, orm: MikroORM, logger: Logger) {
+    this.boss = new PgBoss({
+      connectionString: databaseUrl,
+      schema: "pgboss",
+      max: 4,
+      ...deadlineOptions(deadlines),
+      superviseIntervalSeconds: monitorIntervalSeconds,
+      monitorIntervalSeconds,
+    });
     this.boss.on("error", (err) => logger.error({ err }, "pg-boss error"));
     this.orm = orm;
     this.logger = logger;
@@ -48,6 +68,8 @@ export class TaskQueue {
     await this.boss.start();
     for (const type of this.handlers.keys()) {
       await this.boss.createQueue(type, queueOptions);
+      // A queue made by an earlier version keeps its options until told: jobs take the queue's.
+      await this.boss.updateQueue(type, queueOptions);
     }
     if (!options.runWorkers) return;
     for (const [type, handler] of this.handlers) {

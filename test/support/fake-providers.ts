@@ -18,7 +18,7 @@ import {
   MAX_BODY_BYTES,
   sseEvent,
 } from "./fake-providers/common.ts";
-import { parseFakeModel, type FakeDirectives } from "./fake-providers/directives.ts";
+import { parseFakeModel, type FakeDirectives, type WireFault } from "./fake-providers/directives.ts";
 import {
   openaiEmbeddings,
   openaiError,
@@ -28,8 +28,8 @@ import {
   openaiResponseStreamEvents,
 } from "./fake-providers/openai.ts";
 
-export { fakeModel, parseFakeModel } from "./fake-providers/directives.ts";
-export type { FakeDirectives } from "./fake-providers/directives.ts";
+export { fakeModel, parseFakeModel, WIRE_FAULTS } from "./fake-providers/directives.ts";
+export type { FakeDirectives, WireFault } from "./fake-providers/directives.ts";
 export { fakeEmbedding, EMBEDDING_DIMENSIONS } from "./fake-providers/openai.ts";
 export { FAKE_EPOCH_ISO, FAKE_EPOCH_SECONDS, TINY_PNG_BASE64 } from "./fake-providers/common.ts";
 
@@ -180,6 +180,13 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
     }
   }
 
+  /** Writes bytes that are not a valid HTTP answer straight to the socket, then closes it. */
+  function sendWireFault(res: ServerResponse, fault: WireFault, hash: string, stream: boolean): void {
+    const socket = res.socket;
+    if (!socket) return;
+    socket.end(wireFaultBytes(fault, hash, stream), () => socket.destroy());
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const method = req.method ?? "GET";
@@ -243,6 +250,7 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
       req.socket.destroy();
       return;
     }
+    if (d.wire !== undefined) return sendWireFault(res, d.wire, hash, endpoint === "messages" || endpoint === "responses" ? body.stream === true : false);
     if (d.status !== undefined) {
       return sendError(res, hash, d.status, d.message ?? `Fake ${kind} error ${d.status}`, {
         type: d.errorType,
@@ -370,4 +378,31 @@ function readBody(req: IncomingMessage): Promise<{ raw: string; tooLarge: boolea
     req.on("error", reject);
     req.on("close", () => reject(new Error("The client went away before the body ended.")));
   });
+}
+
+/** The bytes of a wire fault; `random` is derived from the request, so it repeats. */
+function wireFaultBytes(fault: WireFault, hash: string, stream: boolean): Buffer {
+  switch (fault) {
+    case "garbage":
+      return Buffer.from("garbage\r\n\r\n");
+    case "random": {
+      const noise: Buffer[] = [];
+      for (let i = 0; i < 8; i++) noise.push(Buffer.from(digest("noise", hash, String(i)), "hex"));
+      return Buffer.concat(noise);
+    }
+    case "half-header":
+      return Buffer.from("HTTP/1.1 200 OK\r\nContent-Ty");
+    case "bad-header":
+      return Buffer.from("HTTP/1.1 200 OK\r\nX-Broken: a\u0001b\r\nContent-Length: 2\r\n\r\n{}");
+    case "bad-status":
+      return Buffer.from("HTTP/1.1 999999 OK\r\nContent-Length: 2\r\n\r\n{}");
+    case "header-overflow":
+      return Buffer.from(`HTTP/1.1 200 OK\r\nX-Huge: ${"a".repeat(64 * 1024)}\r\nContent-Length: 2\r\n\r\n{}`);
+    case "bad-chunk": {
+      const type = stream ? "text/event-stream; charset=utf-8" : "application/json";
+      const first = stream ? sseEvent("ping", { type: "ping" }) : "{";
+      const size = Buffer.byteLength(first).toString(16);
+      return Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: ${type}\r\nTransfer-Encoding: chunked\r\n\r\n${size}\r\n${first}\r\nzz\r\nnot a chunk\r\n`);
+    }
+  }
 }

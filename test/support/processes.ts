@@ -22,13 +22,17 @@ export function spawnWarden(command: string[], env: Record<string, string>, msg:
   const pattern = new RegExp(`"port":(\\d+),"msg":"${msg}"`);
   return new Promise((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`exited with ${code}: ${output}`));
+    // A process that could not be spawned at all (EAGAIN, EMFILE…) fails this start, not the test worker.
+    const onError = (err: Error) => reject(new Error(`could not start warden ${command.join(" ")}: ${err.message}`, { cause: err }));
     child.once("exit", onExit);
+    child.once("error", onError);
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stdout!.on("data", (chunk: Buffer) => {
       output += chunk.toString();
       const match = pattern.exec(output);
       if (match) {
         child.off("exit", onExit);
+        child.off("error", onError);
         resolve({
           child,
           port: Number(match[1]),

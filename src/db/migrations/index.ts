@@ -4,6 +4,8 @@ import { Migration20261121010000 } from "./Migration20261121010000.ts";
 import { Migration20261121020000 } from "./Migration20261121020000.ts";
 import { Migration20261121030000 } from "./Migration20261121030000.ts";
 import { Migration20261121040000 } from "./Migration20261121040000.ts";
+import { Migration20261124010000 } from "./Migration20261124010000.ts";
+import { Migration20261124020000 } from "./Migration20261124020000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
 export const migrations: MigrationObject[] = [
@@ -12,4 +14,6 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261121020000", class: Migration20261121020000 },
   { name: "Migration20261121030000", class: Migration20261121030000 },
   { name: "Migration20261121040000", class: Migration20261121040000 },
+  { name: "Migration20261124010000", class: Migration20261124010000 },
+  { name: "Migration20261124020000", class: Migration20261124020000 },
 ];

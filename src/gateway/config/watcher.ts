@@ -1,4 +1,6 @@
-import pg from "pg";
+import type pg from "pg";
+import type { DatabaseDeadlines } from "../../db/deadlines.ts";
+import { createClient, createPool, type DeadlineClient } from "../../db/pools.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { GatewayKey, GatewaySnapshot } from "./types.ts";
 
@@ -13,6 +15,8 @@ export interface WatcherOptions {
   logger: Logger;
   /** The one database call the request path may make, for a key the snapshot does not know. */
   keyLookupTimeoutMs: number;
+  /** The listener's connection and heartbeat; the look-ups keep their own tighter bound. */
+  deadlines: DatabaseDeadlines;
 }
 
 /** How long a key that the database did not know stays known as unknown. */
@@ -23,34 +27,42 @@ const negativeCacheMax = 10_000;
  * Keeps this process's snapshot of the gateway configuration current. A LISTEN connection hears
  * every change (the tables notify from triggers) and a reload follows at once; changes that
  * arrive during a reload cause one more. A lost connection is re-made, followed by a reload, as
- * notifications may have been missed meanwhile.
+ * notifications may have been missed meanwhile. A frozen server does not close the connection, so
+ * a heartbeat asks `select 1` now and then; a heartbeat or a reload that fails counts as a lost
+ * connection too. While the database is away, requests go on being served from the snapshot.
  */
 export class ConfigWatcher {
   #snapshot: GatewaySnapshot;
   readonly #options: WatcherOptions;
   readonly #lookups: pg.Pool;
   readonly #unknownKeys = new Map<string, number>();
-  #listener: pg.Client | undefined;
+  #listener: DeadlineClient | undefined;
   #reloading: Promise<void> | undefined;
   #dirty = false;
   #stopped = false;
   #reconnectTimer: NodeJS.Timeout | undefined;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
 
   private constructor(options: WatcherOptions, snapshot: GatewaySnapshot) {
     this.#options = options;
     this.#snapshot = snapshot;
-    this.#lookups = new pg.Pool({
-      connectionString: options.databaseUrl,
+    const limit = options.keyLookupTimeoutMs;
+    this.#lookups = createPool({
+      databaseUrl: options.databaseUrl,
+      // Every bound that a look-up could wait out is the look-up's own.
+      deadlines: { ...options.deadlines, connectTimeoutMs: limit, statementTimeoutMs: limit, lockTimeoutMs: limit, queryTimeoutMs: limit },
       max: 2,
-      connectionTimeoutMillis: options.keyLookupTimeoutMs,
-      statement_timeout: options.keyLookupTimeoutMs,
+      onIdleError: (err) => options.logger.warn({ err }, "gateway key look-up connection failed"),
     });
-    this.#lookups.on("error", (err) => options.logger.warn({ err }, "gateway key look-up connection failed"));
   }
 
   static async start(options: WatcherOptions): Promise<ConfigWatcher> {
     const watcher = new ConfigWatcher(options, await options.load(1));
     await watcher.#listen();
+    if (options.deadlines.heartbeatIntervalMs > 0) {
+      watcher.#heartbeatTimer = setInterval(() => watcher.#heartbeat(), options.deadlines.heartbeatIntervalMs);
+      watcher.#heartbeatTimer.unref();
+    }
     return watcher;
   }
 
@@ -90,6 +102,10 @@ export class ConfigWatcher {
           this.#snapshot = await this.#options.load(this.#snapshot.version + 1);
           this.#unknownKeys.clear();
         } while (this.#dirty && !this.#stopped);
+      } catch (err) {
+        // The change that asked for this reload is not in the snapshot: re-listen, and reload again.
+        this.#lose(this.#listener, err);
+        throw err;
       } finally {
         this.#reloading = undefined;
       }
@@ -100,35 +116,54 @@ export class ConfigWatcher {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#reconnectTimer);
+    clearInterval(this.#heartbeatTimer);
     await this.#listener?.end().catch(() => undefined);
     await this.#reloading?.catch(() => undefined);
     await this.#lookups.end();
   }
 
   async #listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#options.databaseUrl });
+    const client = createClient(this.#options.databaseUrl, this.#options.deadlines);
     client.on("notification", () => {
       this.reload().catch((err: unknown) => this.#options.logger.error({ err }, "gateway configuration reload failed"));
     });
-    client.on("error", (err) => {
-      this.#options.logger.warn({ err }, "gateway configuration listener lost its connection");
-      this.#reconnect();
-    });
-    client.on("end", () => this.#reconnect());
-    await client.connect();
-    await client.query(`listen ${configChannel}`);
+    client.on("error", (err) => this.#lose(client, err));
+    client.on("end", () => this.#lose(client, new Error("connection ended")));
+    try {
+      await client.connect();
+      await client.query(`listen ${configChannel}`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
     this.#listener = client;
+  }
+
+  /** A `select 1` on the listener's connection; one not answered in time closes it (DeadlineClient). */
+  #heartbeat(): void {
+    const client = this.#listener;
+    if (!client) return;
+    client.query("select 1").catch((err: unknown) => this.#lose(client, err));
+  }
+
+  /** The listener (if it is still the current one) is gone or not to be trusted: a new one follows. */
+  #lose(client: DeadlineClient | undefined, err: unknown): void {
+    if (this.#stopped || !client || client !== this.#listener) return;
+    this.#listener = undefined;
+    this.#options.logger.warn({ err }, "gateway configuration listener lost its connection");
+    client.end().catch(() => undefined);
+    this.#reconnect();
   }
 
   #reconnect(): void {
     if (this.#stopped || this.#reconnectTimer) return;
-    this.#listener = undefined;
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       this.#listen()
         .then(() => this.reload())
         .catch((err: unknown) => {
           this.#options.logger.warn({ err }, "gateway configuration listener could not reconnect; retrying");
+          // A failed reload has already let the new listener go; a failed connect had none.
           this.#reconnect();
         });
     }, 500);

@@ -140,8 +140,9 @@ export const guardrailLoading = (kind: GuardrailKind) =>
   new GatewayError(503, `The ${guardrailLabels[kind]} guardrail is still loading. Retry in a few seconds.`, {
     retryAfter: 5,
   });
-export const databaseUnavailable = () =>
-  new GatewayError(503, "The gateway's database is unavailable: the API key could not be checked in time. Retry in a few seconds.", {
+/** The spec fixes the message's start; the rest says what could not be checked. */
+export const databaseUnavailable = (what: "the API key" | "the usage limits") =>
+  new GatewayError(503, `The gateway's database is unavailable: ${what} could not be checked in time. Retry in a few seconds.`, {
     retryAfter: 5,
   });
 export const noProviderApiKey = (provider: string) =>

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";
 import type { Logger } from "../../platform/logger.ts";
@@ -8,6 +7,7 @@ import { checkModelAccess, availableModels } from "../access/model-access.ts";
 import type { GatewayKey, GatewaySnapshot } from "../config/types.ts";
 import { KeyLookupFailed, type ConfigWatcher } from "../config/watcher.ts";
 import type { GuardrailStep } from "../guardrails/guardrail-step.ts";
+import { createRequestBodies, type RequestBodies } from "../guardrails/request-bodies.ts";
 import type { UsageStep } from "../limits/usage-step.ts";
 import { readProviderError, readProviderErrorBody } from "../providers/errors.ts";
 import { nextSequenceNumber, sseEvents, streamErrorEvent, type SseEvent } from "../providers/sse.ts";
@@ -48,6 +48,8 @@ export interface PipelineDeps {
   upstreams: UpstreamRegistry;
   usage: UsageStep;
   guardrails: GuardrailStep;
+  /** Reads request bodies, large ones off the event loop. Default: all on the event loop. */
+  bodies?: RequestBodies;
   requestLog: Pick<RequestLog, "record">;
   logger: Logger;
   maxBodyBytes: number;
@@ -79,6 +81,7 @@ interface Trace {
  */
 export function createGatewayHandler(deps: PipelineDeps) {
   let inFlight = 0;
+  const bodies = deps.bodies ?? createRequestBodies();
 
   return function handleGatewayRequest(req: IncomingMessage, res: ServerResponse): void {
     const requestId = headerValue(req, "x-request-id") ?? randomUUID();
@@ -164,10 +167,19 @@ export function createGatewayHandler(deps: PipelineDeps) {
     snapshot: GatewaySnapshot,
     started: number,
   ): Promise<void> {
-    const raw = await readBody(req, deps.maxBodyBytes).catch((err: unknown) => {
+    // From here on the caller may leave at any await: then the provider call, if made, is stopped,
+    // and no provider slot is taken for nobody (callers who left while the gateway waited held
+    // slots for the whole provider call, or for ever when it waited to write to them).
+    const abort = new AbortController();
+    if (res.destroyed) abort.abort();
+    else res.once("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const received = await readBody(req, deps.maxBodyBytes).catch((err: unknown) => {
       throw err instanceof BodyTooLarge ? bodyTooLarge(deps.maxBodyBytes) : err;
     });
-    const body = parseObject(raw);
+    // A large body is parsed in a worker, and comes back as `raw`.
+    const { body, raw } = await bodies.parse(received, endpoint.endpoint);
     if (endpoint.endpoint === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
     if (!body) throw bodyNotJsonObject();
     const model = body.model;
@@ -178,15 +190,15 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const access = checkModelAccess(config, key, model);
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
 
+    abort.signal.throwIfAborted();
     const ticket = await deps.usage.admit({ key, config, endpoint: endpoint.endpoint, body });
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
-    // before any output) the reservation is released.
-    let settled = false;
-    const settle = (usage: TokenUsage | undefined) => {
-      if (settled) return;
-      settled = true;
-      ticket.settle(usage);
-    };
+    // before any output) the reservation is released. Always before the caller has the last byte
+    // of its answer, error answers included (the finally below runs before fail() writes one): a
+    // caller that sends its next request once it has this answer must never find this request's
+    // reservation still held next to its settled usage, or a limit with room refuses it.
+    let settling: Promise<void> | undefined;
+    const settle = (usage: TokenUsage | undefined) => (settling ??= ticket.settle(usage));
     try {
       const guardrailRequest = { key, config, endpoint: endpoint.endpoint };
       if (endpoint.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
@@ -195,14 +207,15 @@ export function createGatewayHandler(deps: PipelineDeps) {
       if (!route.ok) throw route.error;
       trace.provider = route.provider.name;
       const upstream = deps.upstreams.for(route.provider);
+      abort.signal.throwIfAborted();
       if (!upstream.tryAcquire()) throw noUpstreamCapacity(route.provider.name);
+      let holding = true;
+      const release = () => {
+        if (holding) upstream.release();
+        holding = false;
+      };
       try {
-        const abort = new AbortController();
-        // The caller left before the answer was done: stop the provider call too.
-        res.once("close", () => {
-          if (!res.writableFinished) abort.abort();
-        });
-        const upstreamBody = route.upstreamModel === model ? raw : Buffer.from(JSON.stringify({ ...body, model: route.upstreamModel }));
+        const upstreamBody = route.upstreamModel === model ? raw : await bodies.withModel(raw, body, route.upstreamModel);
         const response = await upstream.send({
           endpoint: endpoint.endpoint,
           body: upstreamBody,
@@ -218,40 +231,46 @@ export function createGatewayHandler(deps: PipelineDeps) {
         };
         if (body.stream === true && contentType(response).includes("text/event-stream")) {
           const meter = new StreamMeter(raw.length);
+          const finish = () => settle(meter.usage);
           try {
-            await passStream(res, response, endpoint, meter, firstByte);
+            await passStream(res, response, endpoint, meter, firstByte, finish);
           } finally {
             // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
             trace.usage = meter.usage;
             trace.tokensEstimated = meter.estimated;
-            settle(meter.usage);
+            await finish();
             if (meter.estimated) trace.log.warn({ usage: meter.usage }, "stream ended before the provider reported usage: counting an estimate");
           }
           return;
         }
         const output = await collect(response.body);
-        // Generated, so counted, even if the output guardrail blocks it next.
+        // The provider is done: its slot is not held through the output checks.
+        release();
+        // Generated, so counted, even if the output guardrail blocks it next. Settling runs while
+        // the output is checked, and is done before the answer is written.
         trace.usage = usageOfBody(output);
-        settle(trace.usage);
+        const settled = settle(trace.usage);
         if (endpoint.guardrails) {
           const verdict = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output });
           if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
         }
+        await settled;
         firstByte();
         res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
         res.end(output);
       } finally {
-        upstream.release();
+        release();
       }
     } finally {
-      settle(undefined);
+      await settle(undefined);
     }
   }
 
   /**
    * Events go through whole, as they arrive. A failure before the first event is an ordinary
    * error answer; after it, the status is sent, so the stream ends with the family's own error
-   * event instead, and never hangs.
+   * event instead, and never hangs. `finish` (settling the usage) runs before the caller can see
+   * the stream end: before the provider's final event, the end, or the error event.
    */
   async function passStream(
     res: ServerResponse,
@@ -259,6 +278,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     endpoint: CallEndpoint,
     meter: StreamMeter,
     firstByte: () => void,
+    finish: () => Promise<void>,
   ): Promise<void> {
     let started = false;
     let last: SseEvent | undefined;
@@ -272,12 +292,15 @@ export function createGatewayHandler(deps: PipelineDeps) {
         if (!started) start();
         meter.observe(event);
         last = event;
-        if (!res.write(event.raw)) await drained(res);
+        if (meter.complete) await finish();
+        if (!res.write(event.raw) && !(await drained(res))) throw callerGone();
       }
       if (!started) start();
+      await finish();
       res.end();
     } catch (err) {
       if (!started || res.destroyed) throw err;
+      await finish();
       res.end(streamErrorEvent(endpoint.family, asGatewayError(err).message, nextSequenceNumber(last)));
     }
   }
@@ -291,7 +314,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       try {
         key = (await deps.watcher.lookUpKey(hash)) ?? undefined;
       } catch (err) {
-        if (err instanceof KeyLookupFailed) throw databaseUnavailable();
+        if (err instanceof KeyLookupFailed) throw databaseUnavailable("the API key");
         throw err;
       }
     }
@@ -317,23 +340,33 @@ export function createGatewayHandler(deps: PipelineDeps) {
   }
 }
 
-function parseObject(raw: Buffer): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(raw.toString("utf8"));
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of body) chunks.push(chunk);
   return Buffer.concat(chunks);
 }
 
-async function drained(res: ServerResponse): Promise<void> {
-  await Promise.race([once(res, "drain"), once(res, "close")]);
+/**
+ * Resolves true once `res` takes writes again, false once the caller is gone: at once when it is
+ * gone already, for then neither event comes again (a write to a closed response returns false,
+ * and waiting for its 'close' kept the request, its provider slot and its reservation for ever).
+ */
+function drained(res: ServerResponse): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve(!res.destroyed);
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** The caller went away mid-stream: nothing is answered (fail() finds the response destroyed). */
+function callerGone(): Error {
+  return new Error("the caller went away");
 }
 
 function contentType(response: UpstreamResponse): string {

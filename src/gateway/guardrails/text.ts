@@ -10,6 +10,8 @@ const isRecord = (value: Json): value is Record<string, Json> => typeof value ==
 
 /** The text parts of a Messages API request (Anthropic style). */
 export function messagesInputText(body: Record<string, Json>): string[] {
+  const extracted = extractedText(body);
+  if (extracted) return [extracted.all];
   const parts: string[] = [];
   collectBlocks(body.system, parts);
   if (Array.isArray(body.messages)) {
@@ -20,6 +22,8 @@ export function messagesInputText(body: Record<string, Json>): string[] {
 
 /** The text parts of a Responses API request (OpenAI style). */
 export function responsesInputText(body: Record<string, Json>): string[] {
+  const extracted = extractedText(body);
+  if (extracted) return [extracted.all];
   const parts: string[] = [];
   if (typeof body.instructions === "string") parts.push(body.instructions);
   collectBlocks(body.input, parts);
@@ -28,6 +32,8 @@ export function responsesInputText(body: Record<string, Json>): string[] {
 
 /** The prompt of an image generation request. */
 export function imagesInputText(body: Record<string, Json>): string[] {
+  const extracted = extractedText(body);
+  if (extracted) return [extracted.all];
   return typeof body.prompt === "string" ? [body.prompt] : [];
 }
 
@@ -35,20 +41,24 @@ export function imagesInputText(body: Record<string, Json>): string[] {
  * Text blocks wherever they sit: a plain string; `text` of text blocks (text, input_text,
  * output_text); tool results (`content` of tool_result blocks, `output` of function-call
  * outputs); and items that carry `content` of their own, such as Responses input messages.
+ *
+ * Walked with a stack of its own, in document order: a caller can nest content a million deep in
+ * a 32 MiB body, which would overflow the call stack of a recursive walk.
  */
 function collectBlocks(value: Json, parts: string[]): void {
-  if (typeof value === "string") {
-    parts.push(value);
-    return;
+  const pending: Json[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === "string") {
+      parts.push(item);
+    } else if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) pending.push(item[i]);
+    } else if (isRecord(item)) {
+      if (typeof item.text === "string") parts.push(item.text);
+      if (typeof item.output === "string") parts.push(item.output);
+      if ("content" in item) pending.push(item.content);
+    }
   }
-  if (Array.isArray(value)) {
-    for (const item of value) collectBlocks(item, parts);
-    return;
-  }
-  if (!isRecord(value)) return;
-  if (typeof value.text === "string") parts.push(value.text);
-  if (typeof value.output === "string") parts.push(value.output);
-  if ("content" in value) collectBlocks(value.content, parts);
 }
 
 /** The text of a non-streamed answer: Messages content blocks, or Responses output items. */
@@ -64,4 +74,100 @@ export function outputText(body: Buffer): string[] {
   collectBlocks(parsed.content, parts);
   collectBlocks(parsed.output, parts);
   return parts;
+}
+
+/**
+ * The parts joined by line breaks, cut to at most `maxBytes` bytes of UTF-8 (on a character
+ * boundary); `truncated` says whether anything was cut. Only the part that is kept is joined.
+ */
+export function joinCapped(parts: readonly string[], maxBytes: number): { text: string; truncated: boolean } {
+  let units = Math.max(0, parts.length - 1);
+  for (const part of parts) units += part.length;
+  // A UTF-16 code unit is at most three bytes of UTF-8.
+  if (units * 3 <= maxBytes) return { text: parts.join("\n"), truncated: false };
+  // And at least one: no more than maxBytes units can fit.
+  const kept: string[] = [];
+  let length = 0;
+  for (const part of parts) {
+    if (length >= maxBytes) break;
+    const piece = (kept.length > 0 ? "\n" : "") + part;
+    kept.push(piece.length > maxBytes - length ? piece.slice(0, maxBytes - length) : piece);
+    length += Math.min(piece.length, maxBytes - length);
+  }
+  const prefix = kept.join("");
+  const { read } = new TextEncoder().encodeInto(prefix, new Uint8Array(maxBytes));
+  let end = read;
+  // A high surrogate whose low half was cut off is not a character.
+  const last = prefix.charCodeAt(end - 1);
+  if (end < units && last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return { text: prefix.slice(0, end), truncated: end < units };
+}
+
+// --- Bodies parsed off the event loop -----------------------------------------------------------
+
+/**
+ * The caller text of a body that a worker parsed (request-bodies.ts). `all` is every part with
+ * nothing between them: its length is what usage limits count, exactly as for the parts. `capped`
+ * is what guardrails read: the parts joined by line breaks and cut to the cap, as joinCapped does.
+ */
+export interface ExtractedText {
+  all: string;
+  capped: { text: string; truncated: boolean };
+}
+
+/** What a worker sends back for a large body: small, so that the event loop copies little. */
+export interface BodySummary {
+  fields: Record<string, Json>;
+  text: ExtractedText;
+}
+
+const EXTRACTED = Symbol("caller text extracted by a worker");
+
+/** The fields of each endpoint that carry caller text; the summary's `text` stands for them. */
+const textFields: Record<"messages" | "responses" | "images" | "embeddings", readonly string[]> = {
+  messages: ["system", "messages"],
+  responses: ["instructions", "input"],
+  images: ["prompt"],
+  embeddings: ["input"],
+};
+
+/**
+ * A parsed body, reduced to what the event loop reads: every top-level field, with objects and
+ * arrays emptied (`{}`, `[]`: every check of a field's type or value answers as for the original)
+ * and the caller-text fields left out; and the caller text. Embeddings keep `input` as their texts
+ * joined, which usage limits count.
+ */
+export function summarize(body: Record<string, Json>, endpoint: keyof typeof textFields, maxTextBytes: number): BodySummary {
+  const parts =
+    endpoint === "messages"
+      ? messagesInputText(body)
+      : endpoint === "responses"
+        ? responsesInputText(body)
+        : endpoint === "images"
+          ? imagesInputText(body)
+          : embeddingTexts(body.input);
+  // No prototype: a caller's "__proto__" field stays a field.
+  const fields: Record<string, Json> = Object.create(null);
+  for (const [name, value] of Object.entries(body)) {
+    if (textFields[endpoint].includes(name)) continue;
+    fields[name] = Array.isArray(value) ? [] : isRecord(value) ? {} : value;
+  }
+  const all = parts.join("");
+  if (endpoint === "embeddings") fields.input = all;
+  return { fields, text: { all, capped: joinCapped(parts, maxTextBytes) } };
+}
+
+/** The body the event loop works with for a summary: its fields, carrying the caller text. */
+export function standIn(summary: BodySummary): Record<string, Json> {
+  return Object.defineProperty({ ...summary.fields }, EXTRACTED, { value: summary.text, enumerable: false });
+}
+
+/** The caller text of a stand-in body, or undefined for a body parsed on the event loop. */
+export function extractedText(body: Record<string, Json>): ExtractedText | undefined {
+  return (body as { [EXTRACTED]?: ExtractedText })[EXTRACTED];
+}
+
+function embeddingTexts(input: Json): string[] {
+  if (typeof input === "string") return [input];
+  return Array.isArray(input) ? input.filter((item): item is string => typeof item === "string") : [];
 }

@@ -1,9 +1,7 @@
+import type { DatabaseDeadlines } from "../../db/deadlines.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { PgCounterStore } from "./pg-store.ts";
-import type { CounterStore } from "./types.ts";
-
-/** Every process sweeps: the stores make concurrent sweeps safe, and one minute is plenty. */
-const sweepIntervalMs = 60_000;
+import { leaseRenewalsPerTtl, type CounterStore } from "./types.ts";
 
 export interface CounterStoreHandle {
   store: CounterStore;
@@ -12,12 +10,18 @@ export interface CounterStoreHandle {
 
 /**
  * The usage counters: in Redis when a URL is given (settled usage is still written to
- * PostgreSQL), else in PostgreSQL. Reservations of crashed processes are swept periodically.
+ * PostgreSQL), else in PostgreSQL. The store's lease is taken before it is handed out, then
+ * renewed, and every process sweeps (the stores make concurrent sweeps safe), at each renewal:
+ * the reservations of a process that died are released within `leaseTtlMs` and one renewal
+ * interval of its last renewal.
  */
 export async function openCounterStore(options: {
   databaseUrl: string;
   redisUrl: string | undefined;
   redisKeyPrefix: string;
+  deadlines: DatabaseDeadlines;
+  /** See `defaultLeaseTtlMs`. */
+  leaseTtlMs: number;
   logger: Logger;
 }): Promise<CounterStoreHandle> {
   // The Redis client is loaded only when Redis is configured.
@@ -26,19 +30,38 @@ export async function openCounterStore(options: {
         redisUrl: options.redisUrl,
         databaseUrl: options.databaseUrl,
         keyPrefix: options.redisKeyPrefix,
+        deadlines: options.deadlines,
+        leaseTtlMs: options.leaseTtlMs,
       })
-    : new PgCounterStore({ databaseUrl: options.databaseUrl });
-  const timer = setInterval(() => {
-    store.sweep(new Date()).then(
-      (expired) => expired > 0 && options.logger.warn({ expired }, "expired usage reservations left by a process that stopped"),
+    : new PgCounterStore({ databaseUrl: options.databaseUrl, deadlines: options.deadlines, leaseTtlMs: options.leaseTtlMs });
+  // No reservation before the lease exists: it would be left to the 15-minute backstop.
+  await store.renewLease();
+  const intervalMs = Math.max(Math.floor(options.leaseTtlMs / leaseRenewalsPerTtl), 1);
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  // One tick at a time (a slow database must not pile them up), each scheduled after the last.
+  const tick = async () => {
+    await store.renewLease().catch((err: unknown) => options.logger.warn({ err }, "could not renew the usage lease"));
+    await store.sweep(new Date()).then(
+      (expired) => expired > 0 && options.logger.warn({ expired }, "released usage reservations left by a process that stopped"),
       (err: unknown) => options.logger.warn({ err }, "usage reservation sweep failed"),
     );
-  }, sweepIntervalMs);
-  timer.unref();
+  };
+  let closed = false;
+  const schedule = (): void => {
+    if (closed) return;
+    timer = setTimeout(() => {
+      running = tick().finally(schedule);
+    }, intervalMs);
+    timer.unref();
+  };
+  schedule();
   return {
     store,
     async close() {
-      clearInterval(timer);
+      closed = true;
+      clearTimeout(timer);
+      await running;
       await store.close();
     },
   };

@@ -1,9 +1,11 @@
+import { isDatabaseUnavailable } from "../../db/unavailable.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
-import { usageLimitReached } from "../dataplane/errors.ts";
+import { databaseUnavailable, usageLimitReached } from "../dataplane/errors.ts";
 import { imagesInputText, messagesInputText, responsesInputText } from "../guardrails/text.ts";
 import type { UpstreamEndpoint } from "../providers/upstream.ts";
 import type { CounterStore, UsageLimit } from "./types.ts";
+import { MAX_REPORTED_TOKENS } from "../usage/provider-usage.ts";
 import type { UsageStep, UsageTicket } from "./usage-step.ts";
 
 /** Characters per token of the input estimate: a little generous, so that estimates err high. */
@@ -17,7 +19,7 @@ export interface LimitStepOptions {
   now?: () => Date;
 }
 
-const noTicket: UsageTicket = { settle: () => undefined };
+const noTicket: UsageTicket = { settle: async () => undefined };
 
 /**
  * Usage limits, reserved at admission and settled at completion. The reservation is the counted
@@ -32,17 +34,22 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
       const limits = limitsFor(config, key);
       if (limits.length === 0) return noTicket;
       const amount = countedInput(endpoint, body) + outputMaximum(endpoint, body, options.defaultMaxTokens);
-      const result = await options.store.reserve(limits, amount, now());
+      const result = await options.store.reserve(limits, amount, now()).catch((err: unknown) => {
+        // The counters did not answer in time: the spec's 503, which the caller may retry.
+        throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
+      });
       if (!result.ok) throw usageLimitReached(result.limit.period, result.resetsAt ?? undefined);
       const reservation = result.reservation;
       return {
         settle(usage) {
-          // Not awaited: the caller has its answer; a settle in flight when a process dies is the
-          // "at most the in-flight requests" that go unaccounted.
+          // Applied before the caller has its whole answer, so that its next request never finds
+          // this reservation still held next to the usage it became (when settles ran after the
+          // answer, a limit with room refused back-to-back calls). A settle that fails leaves the
+          // reservation to the sweep; the caller still gets the answer that was generated.
           const done = usage
             ? options.store.settle(reservation, usage.inputTokens + usage.outputTokens)
             : options.store.release(reservation);
-          done.catch((err: unknown) => options.logger.error({ err, reservation: reservation.id }, "could not settle usage"));
+          return done.catch((err: unknown) => options.logger.error({ err, reservation: reservation.id }, "could not settle usage"));
         },
       };
     },
@@ -83,5 +90,7 @@ function embeddingInputs(body: Record<string, unknown>): string[] {
 export function outputMaximum(endpoint: UpstreamEndpoint, body: Record<string, unknown>, fallback: number): number {
   if (endpoint === "embeddings") return 0;
   const value = endpoint === "messages" ? body.max_tokens : body.max_output_tokens;
-  return typeof value === "number" && Number.isInteger(value) && value > 0 ? value : fallback;
+  // A maximum past any context window (1e21 is valid JSON) reserves the most one request can count,
+  // which no limit has room for: a 429, where the unclamped figure broke the counters' arithmetic.
+  return typeof value === "number" && Number.isInteger(value) && value > 0 ? Math.min(value, MAX_REPORTED_TOKENS) : fallback;
 }

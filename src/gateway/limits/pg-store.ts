@@ -1,8 +1,11 @@
 import { randomUUID } from "node:crypto";
-import pg from "pg";
+import type pg from "pg";
+import { defaultDatabaseDeadlines, type DatabaseDeadlines } from "../../db/deadlines.ts";
+import { createPool } from "../../db/pools.ts";
 import { allTimeKey, periodKey, periodStart, resetsAt } from "./periods.ts";
 import {
   assertTokens,
+  defaultLeaseTtlMs,
   defaultReservationTtlMs,
   orderLimits,
   workspaceOf,
@@ -14,7 +17,8 @@ import {
 } from "./types.ts";
 
 /**
- * Usage counters in PostgreSQL (tables of Migration20261121030000), correct across any number of
+ * Usage counters in PostgreSQL (tables of Migration20261121030000, leases of
+ * Migration20261124020000), correct across any number of
  * gateway processes on one database: every change is one statement, which is one transaction,
  * and every statement that holds more than one counter row locks them in one order (limit id,
  * then period start), so two statements never wait on each other in a cycle.
@@ -23,8 +27,12 @@ import {
 export interface PgCounterStoreOptions {
   databaseUrl: string;
   poolSize?: number;
+  /** The defaults of src/db/deadlines.ts unless given. */
+  deadlines?: DatabaseDeadlines;
   /** See `defaultReservationTtlMs`. */
   reservationTtlMs?: number;
+  /** See `defaultLeaseTtlMs`. */
+  leaseTtlMs?: number;
   /** See `defaultFinishedRetentionMs`. */
   finishedRetentionMs?: number;
   /** Stamps when a reservation finished; settle and release take no `now`. */
@@ -46,13 +54,6 @@ export function pgPeriod(key: string): string {
 /** A counter's period key as periods.ts spells it: ISO 8601 in UTC with milliseconds, or all_time. */
 const periodKeySql = (column: string) =>
   `case when ${column} = '-infinity' then '${allTimeKey}' else to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') end`;
-
-/** The pool every store here uses: an idle client that breaks is dropped and replaced, not fatal. */
-export function createPool(databaseUrl: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max });
-  pool.on("error", () => undefined);
-  return pool;
-}
 
 /**
  * Locks the counters (in key order), checks every limit against the rule in types.ts, and only
@@ -94,8 +95,8 @@ const reserveSql = `
       and v.found = cardinality($1::uuid[]) and cardinality(v.refused) = 0
   ),
   recorded as (
-    insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, date_created)
-    select $5::uuid, $6::uuid, $1::uuid[], $2::timestamptz[], $4::bigint, 'reserved', $7::timestamptz from verdict v
+    insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, date_created, lease_id)
+    select $5::uuid, $6::uuid, $1::uuid[], $2::timestamptz[], $4::bigint, 'reserved', $7::timestamptz, $8::uuid from verdict v
     where v.found = cardinality($1::uuid[]) and cardinality(v.refused) = 0
   )
   select found, refused from verdict`;
@@ -138,13 +139,17 @@ const finishSql = `
   select state from r`;
 
 /**
- * Expires a batch of reservations open since before $1 and gives their amounts back. Rows a
- * settle holds are skipped (SKIP LOCKED): that settle finishes them.
+ * Expires a batch of reservations made under a lease that has lapsed (by PostgreSQL's clock), or
+ * open since before $1, and gives their amounts back. Rows a settle holds are skipped (SKIP
+ * LOCKED): that settle finishes them.
  */
 const sweepSql = `
-  with expired as materialized (
+  with lapsed as materialized (
+    select id from usage_lease where expires_at < clock_timestamp()
+  ),
+  expired as materialized (
     select id, amount, limit_ids, period_starts from usage_reservation
-    where state = 'reserved' and date_created < $1::timestamptz
+    where state = 'reserved' and (date_created < $1::timestamptz or lease_id in (select id from lapsed))
     order by date_created
     limit $2::int
     for update skip locked
@@ -173,6 +178,23 @@ const pruneSql = `
   delete from usage_reservation where id in (
     select id from usage_reservation where state <> 'reserved' and date_finished < $1::timestamptz limit $2::int
   )`;
+
+/**
+ * Takes the lease for $2 ms from now, by PostgreSQL's clock (a lease the sweep already pruned is
+ * made again).
+ */
+const renewLeaseSql = `
+  insert into usage_lease (id, expires_at) values ($1::uuid, clock_timestamp() + $2::bigint * interval '1 millisecond')
+  on conflict (id) do update set expires_at = excluded.expires_at`;
+
+/** Lets the lease lapse now: the next sweep of any process releases what it still holds. */
+const giveUpLeaseSql = `update usage_lease set expires_at = clock_timestamp() where id = $1::uuid`;
+
+/**
+ * Forgets leases that lapsed before $1 (the age backstop's cutoff): any reservation still open
+ * under them is older than the cutoff, so the backstop takes it.
+ */
+const pruneLeasesSql = `delete from usage_lease where expires_at < least($1::timestamptz, clock_timestamp())`;
 
 const consumptionSql = `
   select c.limit_id::text as limit_id, ${periodKeySql("c.period_start")} as period, c.used, c.reserved
@@ -221,15 +243,23 @@ const maxReserveAttempts = 3;
 
 export class PgCounterStore implements CounterStore {
   readonly pool: pg.Pool;
+  /** The lease this store's reservations are made under. */
+  readonly leaseId = randomUUID();
+  readonly #leaseTtlMs: number;
   readonly #reservationTtlMs: number;
   readonly #finishedRetentionMs: number;
   readonly #clock: () => Date;
 
   constructor(options: PgCounterStoreOptions) {
-    this.pool = createPool(options.databaseUrl, options.poolSize ?? 10);
+    this.pool = createPool({ databaseUrl: options.databaseUrl, max: options.poolSize ?? 10, deadlines: options.deadlines ?? defaultDatabaseDeadlines });
     this.#reservationTtlMs = options.reservationTtlMs ?? defaultReservationTtlMs;
+    this.#leaseTtlMs = options.leaseTtlMs ?? defaultLeaseTtlMs;
     this.#finishedRetentionMs = options.finishedRetentionMs ?? defaultFinishedRetentionMs;
     this.#clock = options.clock ?? (() => new Date());
+  }
+
+  async renewLease(): Promise<void> {
+    await this.pool.query(renewLeaseSql, [this.leaseId, this.#leaseTtlMs]);
   }
 
   async reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult> {
@@ -245,7 +275,7 @@ export class PgCounterStore implements CounterStore {
     // Counters exist after the first request of each period; the retry is for the first ones.
     for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
       const { rows } = await this.pool.query<{ found: number; refused: string[] }>(reserveSql, [
-        ids, starts, tokenLimits, amount, reservation.id, workspaceId, now,
+        ids, starts, tokenLimits, amount, reservation.id, workspaceId, now, this.leaseId,
       ]);
       const { found, refused } = rows[0]!;
       if (found === ordered.length) {
@@ -297,10 +327,13 @@ export class PgCounterStore implements CounterStore {
       if (rows[0]!.expired < sweepBatch) break;
     }
     await pruneFinished(this.pool, new Date(now.getTime() - this.#finishedRetentionMs));
+    await this.pool.query(pruneLeasesSql, [cutoff]);
     return expired;
   }
 
   async close(): Promise<void> {
+    // Best effort: a lease that is not given up lapses by itself.
+    await this.pool.query(giveUpLeaseSql, [this.leaseId]).catch(() => undefined);
     await this.pool.end();
   }
 }

@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import type pg from "pg";
+import { defaultDatabaseDeadlines, type DatabaseDeadlines } from "../../db/deadlines.ts";
+import { createPool } from "../../db/pools.ts";
 import { periodKey, periodStart, resetsAt } from "./periods.ts";
 import {
   counterId,
-  createPool,
   defaultFinishedRetentionMs,
   pgPeriod,
   pruneFinished,
@@ -14,6 +15,7 @@ import {
 } from "./pg-store.ts";
 import {
   assertTokens,
+  defaultLeaseTtlMs,
   defaultReservationTtlMs,
   orderLimits,
   workspaceOf,
@@ -41,7 +43,11 @@ import {
  * Settles of one process are written to PostgreSQL in batches (group commit): admission never
  * waits for PostgreSQL, and settling is bounded by PostgreSQL's commits on the hottest counter.
  *
- * Standalone Redis: the sweep script reaches reservation keys it reads from the open set.
+ * Leases (see `defaultLeaseTtlMs`): a store's lease is a key that expires unless renewed, the
+ * store's id in the set of leases, and the set of reservations open under it. The lease sweep
+ * releases the reservations of every lease whose key has expired.
+ *
+ * Standalone Redis: the sweep scripts reach reservation and lease keys they read from sets.
  */
 
 export interface RedisCounterStoreOptions {
@@ -51,8 +57,12 @@ export interface RedisCounterStoreOptions {
   /** Prefix of every key; tests use their own. */
   keyPrefix?: string;
   poolSize?: number;
+  /** The defaults of src/db/deadlines.ts unless given. */
+  deadlines?: DatabaseDeadlines;
   /** See `defaultReservationTtlMs`. */
   reservationTtlMs?: number;
+  /** See `defaultLeaseTtlMs`. */
+  leaseTtlMs?: number;
   /** See `defaultFinishedRetentionMs`: the PostgreSQL rows that make a repeated settle a no-op. */
   finishedRetentionMs?: number;
   /** Stamps settled reservations in PostgreSQL; settle takes no `now`. */
@@ -69,14 +79,14 @@ function script(lua: string): Script {
 }
 
 /**
- * KEYS: counters 1..n, the reservation, the open set.
+ * KEYS: counters 1..n, the reservation, the open set, the set of the store's lease.
  * ARGV: amount, id, createdMs, reservation key ttl, payload, then for counter i at
  * 5+3i-2 … 5+3i: tokenLimit, counter ttl, seed ('' when the caller has none).
  * Returns {0} granted, {1, i…} counters missing (ask again with seeds), {2, i} refused by counter i.
  * Seeds first (max with what is there), then checks every counter, then changes any: all or nothing.
  */
 const reserveScript = script(`
-  local n = #KEYS - 2
+  local n = #KEYS - 3
   local amount = tonumber(ARGV[1])
   local missing = {}
   for i = 1, n do
@@ -106,10 +116,12 @@ const reserveScript = script(`
   end
   redis.call('SET', KEYS[n + 1], ARGV[5], 'PX', ARGV[4])
   redis.call('ZADD', KEYS[n + 2], ARGV[3], ARGV[2])
+  redis.call('SADD', KEYS[n + 3], ARGV[2])
+  redis.call('PEXPIRE', KEYS[n + 3], ARGV[4])
   return {0}`);
 
 /**
- * Settle or release. KEYS: counters 1..n, the reservation, the open set.
+ * Settle or release. KEYS: counters 1..n, the reservation, the open set, the set of the store's lease.
  * ARGV: id, -amount, then for counter i at 2+2i-1, 2+2i: settled used from PostgreSQL ('' for a
  * release), counter ttl.
  * The reservation key is the idempotency of `reserved`: only the call that deletes it gives the
@@ -117,9 +129,10 @@ const reserveScript = script(`
  * missing counter with it.
  */
 const finishScript = script(`
-  local n = #KEYS - 2
+  local n = #KEYS - 3
   local live = redis.call('DEL', KEYS[n + 1])
   redis.call('ZREM', KEYS[n + 2], ARGV[1])
+  redis.call('SREM', KEYS[n + 3], ARGV[1])
   for i = 1, n do
     local settled, ttl = ARGV[2 + 2 * i - 1], ARGV[2 + 2 * i]
     local used = redis.call('HGET', KEYS[i], 'used')
@@ -136,29 +149,67 @@ const finishScript = script(`
   return live`);
 
 /**
+ * Lua for the sweeps: gives back the amount of the reservation whose key is `key`, if it is still
+ * open, deletes it, and appends its payload to `swept`.
+ */
+const releaseLua = `
+  local function release(key, swept)
+    local payload = redis.call('GET', key)
+    if not payload then return end
+    local r = cjson.decode(payload)
+    for _, counter in ipairs(r.counters) do
+      if redis.call('EXISTS', counter) == 1 and redis.call('HINCRBY', counter, 'reserved', r.giveBack) < 0 then
+        redis.call('HSET', counter, 'reserved', 0)
+      end
+    end
+    redis.call('DEL', key)
+    swept[#swept + 1] = payload
+  end`;
+
+/**
  * KEYS: the open set. ARGV: cutoffMs (exclusive), batch size, reservation key prefix.
  * Gives back the amounts of reservations opened before the cutoff and never finished. Returns
  * how many it took, then the payloads of those whose key was still there.
  */
-const sweepScript = script(`
+const sweepScript = script(`${releaseLua}
   local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
   local swept = {#ids}
   for _, id in ipairs(ids) do
-    local key = ARGV[3] .. id
-    local payload = redis.call('GET', key)
-    if payload then
-      local r = cjson.decode(payload)
-      for _, counter in ipairs(r.counters) do
-        if redis.call('EXISTS', counter) == 1 and redis.call('HINCRBY', counter, 'reserved', r.giveBack) < 0 then
-          redis.call('HSET', counter, 'reserved', 0)
-        end
-      end
-      redis.call('DEL', key)
-      swept[#swept + 1] = payload
-    end
+    release(ARGV[3] .. id, swept)
     redis.call('ZREM', KEYS[1], id)
   end
   return swept`);
+
+/**
+ * KEYS: the set of leases, the open set. ARGV: lease key prefix, lease set prefix, reservation
+ * key prefix, batch size. For every lease whose key has expired, gives back the amounts of up to
+ * a batch of the reservations still open under it, and forgets the lease once none is left.
+ * Returns how many it took, then their payloads.
+ */
+const leaseSweepScript = script(`${releaseLua}
+  local swept = {0}
+  local budget = tonumber(ARGV[4])
+  for _, lease in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+    if budget <= 0 then break end
+    if redis.call('EXISTS', ARGV[1] .. lease) == 0 then
+      local set = ARGV[2] .. lease
+      local ids = redis.call('SPOP', set, budget)
+      budget = budget - #ids
+      for _, id in ipairs(ids) do
+        release(ARGV[3] .. id, swept)
+        redis.call('ZREM', KEYS[2], id)
+      end
+      if redis.call('EXISTS', set) == 0 then redis.call('SREM', KEYS[1], lease) end
+    end
+  end
+  swept[1] = #swept - 1
+  return swept`);
+
+/** KEYS: the lease, the set of leases. ARGV: ttl (ms), lease id. Takes the lease for ttl from now. */
+const renewLeaseScript = script(`
+  redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+  redis.call('SADD', KEYS[2], ARGV[2])
+  return 0`);
 
 /**
  * KEYS: counters. ARGV: PostgreSQL's settled used of each. Raises `used` of the counters Redis
@@ -251,6 +302,9 @@ class SettledUsageWriter {
 export class RedisCounterStore implements CounterStore {
   readonly redis: Redis;
   readonly pool: pg.Pool;
+  /** The lease this store's reservations are made under. */
+  readonly leaseId = randomUUID();
+  readonly #leaseTtlMs: number;
   readonly #prefix: string;
   readonly #reservationTtlMs: number;
   readonly #finishedRetentionMs: number;
@@ -258,15 +312,26 @@ export class RedisCounterStore implements CounterStore {
   readonly #writer: SettledUsageWriter;
 
   constructor(options: RedisCounterStoreOptions) {
-    // Fail a command after two reconnection attempts rather than queueing a request for long.
-    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 2 });
+    // Fail a command after two reconnection attempts rather than queueing a request for long, and
+    // one that a frozen Redis never answers within the same bounds as a database statement.
+    const deadlines = options.deadlines ?? defaultDatabaseDeadlines;
+    this.redis = new Redis(options.redisUrl, {
+      maxRetriesPerRequest: 2,
+      connectTimeout: deadlines.connectTimeoutMs || undefined,
+      commandTimeout: deadlines.queryTimeoutMs || undefined,
+    });
     this.redis.on("error", () => undefined); // reconnects by itself; commands report their own failures
-    this.pool = createPool(options.databaseUrl, options.poolSize ?? 10);
+    this.pool = createPool({ databaseUrl: options.databaseUrl, max: options.poolSize ?? 10, deadlines });
     this.#prefix = options.keyPrefix ?? "warden:usage:";
     this.#reservationTtlMs = options.reservationTtlMs ?? defaultReservationTtlMs;
+    this.#leaseTtlMs = options.leaseTtlMs ?? defaultLeaseTtlMs;
     this.#finishedRetentionMs = options.finishedRetentionMs ?? defaultFinishedRetentionMs;
     this.#clock = options.clock ?? (() => new Date());
     this.#writer = new SettledUsageWriter(this.pool, this.#clock);
+  }
+
+  async renewLease(): Promise<void> {
+    await this.#run(renewLeaseScript, [this.#leaseKey(this.leaseId), this.#leasesKey()], [this.#leaseTtlMs, this.leaseId]);
   }
 
   async reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult> {
@@ -283,7 +348,7 @@ export class RedisCounterStore implements CounterStore {
     for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
       const args: (string | number)[] = [amount, reservation.id, now.getTime(), this.#reservationTtlMs + reservationKeyGraceMs, payload];
       ordered.forEach((limit, i) => args.push(limit.tokenLimit, ttls[i]!, seeds[i]!));
-      const reply = (await this.#run(reserveScript, [...counters, this.#reservationKey(reservation.id), this.#openKey()], args)) as number[];
+      const reply = (await this.#run(reserveScript, [...counters, this.#reservationKey(reservation.id), this.#openKey(), this.#leaseSetKey(this.leaseId)], args)) as number[];
       if (reply[0] === 0) return { ok: true, reservation };
       if (reply[0] === 2) {
         const limit = ordered[reply[1]! - 1]!;
@@ -348,8 +413,18 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async sweep(now: Date): Promise<number> {
-    const cutoff = now.getTime() - this.#reservationTtlMs;
     let expired = 0;
+    for (let batch = 0; batch < maxSweepBatches; batch++) {
+      const [count, ...payloads] = (await this.#run(
+        leaseSweepScript,
+        [this.#leasesKey(), this.#openKey()],
+        [this.#leaseKey(""), this.#leaseSetKey(""), this.#reservationKey(""), sweepBatch],
+      )) as [number, ...string[]];
+      expired += count;
+      await this.#raiseFromPostgres(payloads.map((payload) => JSON.parse(payload) as Payload));
+      if (count < sweepBatch) break;
+    }
+    const cutoff = now.getTime() - this.#reservationTtlMs;
     for (let batch = 0; batch < maxSweepBatches; batch++) {
       const [count, ...payloads] = (await this.#run(sweepScript, [this.#openKey()], [cutoff, sweepBatch, this.#reservationKey("")])) as [number, ...string[]];
       expired += count;
@@ -361,6 +436,8 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async close(): Promise<void> {
+    // Best effort: a lease that is not given up lapses by itself.
+    await this.redis.del(this.#leaseKey(this.leaseId)).catch(() => undefined);
     await this.redis.quit();
     await this.pool.end();
   }
@@ -390,7 +467,7 @@ export class RedisCounterStore implements CounterStore {
       const start = reservation.periodStarts[i]!;
       args.push(settledUsed(limit, i), counterTtl(limit, limit.period === "all_time" ? now : new Date(start), now));
     });
-    const keys = [...this.#counterKeys(reservation), this.#reservationKey(reservation.id), this.#openKey()];
+    const keys = [...this.#counterKeys(reservation), this.#reservationKey(reservation.id), this.#openKey(), this.#leaseSetKey(this.leaseId)];
     await this.#run(finishScript, keys, args);
   }
 
@@ -418,5 +495,18 @@ export class RedisCounterStore implements CounterStore {
 
   #openKey(): string {
     return `${this.#prefix}open`;
+  }
+
+  #leaseKey(id: string): string {
+    return `${this.#prefix}lease:${id}`;
+  }
+
+  /** The reservations open under a lease. */
+  #leaseSetKey(id: string): string {
+    return `${this.#prefix}lr:${id}`;
+  }
+
+  #leasesKey(): string {
+    return `${this.#prefix}leases`;
   }
 }

@@ -62,22 +62,45 @@ export interface CounterStore {
   /** Current consumption of each limit (by limit id) in its current period. */
   consumption(limits: readonly UsageLimit[], now: Date): Promise<Map<string, LimitConsumption>>;
   /**
-   * Releases reservations made before `now - reservationTtlMs` that were never settled or
-   * released: those of a crashed process. Safe to run from every process at once; returns how
-   * many it expired. The gateway runs it periodically (every minute is plenty).
+   * Renews this store's lease (see `defaultLeaseTtlMs`), under which its reservations are made:
+   * once per `leaseTtlMs / leaseRenewalsPerTtl`, and once before the first reservation.
+   */
+  renewLease(): Promise<void>;
+  /**
+   * Releases reservations that were never settled or released: those of a process whose lease
+   * has lapsed (it died, or stopped), and, as a backstop, any made before
+   * `now - reservationTtlMs`. Safe to run from every process at once; returns how many it
+   * expired. Every process runs it at each lease renewal.
    */
   sweep(now: Date): Promise<number>;
+  /** Gives the lease up, so that what this store still holds is swept at once, and disconnects. */
   close(): Promise<void>;
 }
 
 /**
- * How long a reservation may stay open before `sweep` takes it for abandoned: 15 minutes.
- * A live process always settles or releases (in a finally), so only a crash leaves one open, and
- * then it holds budget until swept: shorter frees that budget sooner. Sweeping a request that is
- * in fact still running costs little: its settle still counts every token, only its reservation
- * stops guarding the budget early. Model calls that stream for longer than 15 minutes are rare.
+ * How long a reservation may stay open before `sweep` takes it for abandoned whatever its lease:
+ * 15 minutes. The backstop behind the leases (a reservation made under a lease that was since
+ * forgotten). Sweeping a request that is in fact still running costs little: its settle still
+ * counts every token, only its reservation stops guarding the budget early. Model calls that
+ * stream for longer than 15 minutes are rare.
  */
 export const defaultReservationTtlMs = 15 * 60_000;
+
+/**
+ * Every store holds a lease, renewed by its process while it runs, and each reservation records
+ * the lease it was made under. A live process always settles or releases (in a finally), so only
+ * a process that died leaves reservations open: once its lease lapses, the next sweep of any
+ * other process releases them. So budget a killed process held is back within
+ * `leaseTtlMs + leaseTtlMs / leaseRenewalsPerTtl` (12.5 s by default), not after the
+ * 15-minute backstop. Lease time is the counter store's own clock (PostgreSQL's, or Redis's key
+ * expiry), so the hosts' clocks do not matter. A live process whose renewals stall for longer
+ * than the TTL (a database outage, a frozen event loop) loses only the guard of its open
+ * reservations, as above; its next renewal takes the lease back.
+ */
+export const defaultLeaseTtlMs = 10_000;
+
+/** Renewals (and sweeps) per lease TTL: a lease survives a few failed renewals in a row. */
+export const leaseRenewalsPerTtl = 4;
 
 const scopeOrder: Record<LimitScope, number> = { key: 0, user: 1, group: 2 };
 const periodOrder: Record<LimitPeriod, number> = { daily: 0, weekly: 1, monthly: 2, all_time: 3 };

@@ -11,7 +11,11 @@ export interface UsageStep {
 }
 
 export interface UsageTicket {
-  /** With the provider's usage, or undefined when nothing was generated (the reservation is released). */
-  settle(usage: TokenUsage | undefined): void;
+  /**
+   * With the provider's usage, or undefined when nothing was generated (the reservation is
+   * released). Resolves once the store has applied it, and never rejects (a failure is logged):
+   * the pipeline awaits it before the caller has the last byte of its answer.
+   */
+  settle(usage: TokenUsage | undefined): Promise<void>;
 }
 

@@ -1,4 +1,5 @@
 import { STATUS_CODES } from "node:http";
+import { errors as undiciErrors } from "undici";
 
 /**
  * Upstream failures, typed once at the provider edge (as openai-node does with
@@ -53,30 +54,54 @@ export function isUpstreamError(err: unknown): err is TypedUpstreamError {
 
 const timeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT", "ETIMEDOUT"]);
 
-const connectionCodes = new Set([
-  "UND_ERR_SOCKET",
-  "UND_ERR_CLOSED",
-  "UND_ERR_DESTROYED",
-  // The provider sent fewer bytes than its Content-Length, or bytes that are not HTTP.
-  "UND_ERR_RES_CONTENT_LENGTH_MISMATCH",
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-]);
+/**
+ * Undici codes that mean the request we built was wrong (a bug of ours, answered 500), not that
+ * the provider failed. Every other undici error is the provider's transport failing.
+ */
+const ownFaultCodes = new Set(["UND_ERR_INVALID_ARG", "UND_ERR_INVALID_RETURN_VALUE", "UND_ERR_NOT_SUPPORTED"]);
+
+/**
+ * TLS failures: Node's own (ERR_TLS_*), OpenSSL's (ERR_SSL_*, EPROTO) and OpenSSL's certificate
+ * verification codes (CERT_HAS_EXPIRED, DEPTH_ZERO_SELF_SIGNED_CERT, UNABLE_TO_VERIFY_LEAF_SIGNATURE…).
+ */
+const tlsCode = /^(ERR_TLS_|ERR_SSL_|EPROTO$|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH$|INVALID_CA$|INVALID_PURPOSE$)/;
 
 function codeOf(err: unknown): string | undefined {
   if (typeof err !== "object" || err === null || !("code" in err)) return undefined;
   return typeof err.code === "string" ? err.code : undefined;
 }
 
+/** Socket and DNS failures by their OS code, for errors that come without the syscall Node usually adds. */
+const networkCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "EHOSTDOWN",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EADDRNOTAVAIL",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_FAIL",
+]);
+
+/** A socket or DNS failure from the operating system: Node marks those with a syscall. */
+function isSystemError(err: unknown, code: string | undefined): boolean {
+  if (code !== undefined && networkCodes.has(code)) return true;
+  return err instanceof Error && "syscall" in err && typeof err.syscall === "string";
+}
+
 /**
- * Maps an undici or socket error to its typed upstream error; undefined for anything else (the
- * caller's own abort, a bug), which the caller rethrows unchanged. `phase` says whether the
+ * Maps an undici, socket or TLS error to its typed upstream error; undefined for anything else
+ * (a bug, an argument undici refused), which the caller rethrows unchanged. The caller's own abort
+ * is not passed here: send() and the body check their signal first. `phase` says whether the
  * response headers had arrived; a body timeout is a body failure whatever the phase.
+ *
+ * Every transport failure lands in one of two kinds: a timeout (504) or a connection that failed
+ * or carried something that is not HTTP (502): llhttp's parse errors, undici's socket, size and
+ * protocol errors, the OS's socket and DNS errors, and TLS errors.
  */
 export function classifyUpstreamError(err: unknown, phase: UpstreamPhase = "request"): TypedUpstreamError | undefined {
   if (isUpstreamError(err)) return err;
@@ -85,13 +110,16 @@ export function classifyUpstreamError(err: unknown, phase: UpstreamPhase = "requ
   if (code !== undefined && timeoutCodes.has(code)) {
     return phase === "body" ? new UpstreamBodyTimeoutError(code, err) : new UpstreamTimeoutError(code, err);
   }
-  // llhttp's parse errors carry HPE_* codes: the provider answered with something that is not HTTP.
-  if (code !== undefined && (connectionCodes.has(code) || code.startsWith("HPE_"))) {
-    return new UpstreamConnectionError(code, phase, err);
+  // Matched by type too: undici 8 leaves their HPE_* code unset.
+  if (err instanceof undiciErrors.HTTPParserError || code?.startsWith("HPE_")) return new UpstreamConnectionError(code ?? "HPE_INVALID", phase, err);
+  if (err instanceof undiciErrors.UndiciError) {
+    return ownFaultCodes.has(err.code) ? undefined : new UpstreamConnectionError(err.code, phase, err);
   }
-  if (err instanceof Error && err.message === "other side closed") {
-    return new UpstreamConnectionError(code ?? "UND_ERR_SOCKET", phase, err);
+  if (isSystemError(err, code) || (code !== undefined && tlsCode.test(code))) {
+    return new UpstreamConnectionError(code ?? "ESYSTEM", phase, err);
   }
+  // What undici's socket errors say when they come without their class (another undici copy).
+  if (err instanceof Error && err.message === "other side closed") return new UpstreamConnectionError("UND_ERR_SOCKET", phase, err);
   return undefined;
 }
 

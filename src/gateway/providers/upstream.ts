@@ -1,6 +1,6 @@
 import { Pool } from "undici";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
-import { classifyUpstreamError } from "./errors.ts";
+import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
 export type UpstreamEndpoint = "messages" | "responses" | "embeddings" | "images";
 
@@ -45,11 +45,16 @@ export function supportsEndpoint(kind: ProviderKind, endpoint: UpstreamEndpoint)
   return upstreamPath(kind, endpoint) !== undefined;
 }
 
-async function* typedBody(body: AsyncIterable<Buffer>): AsyncGenerator<Buffer, void, undefined> {
+/** The caller's abort is theirs, rethrown as it came; anything else is typed at this edge. */
+function typed(err: unknown, phase: UpstreamPhase, signal: AbortSignal): unknown {
+  return signal.aborted ? err : (classifyUpstreamError(err, phase) ?? err);
+}
+
+async function* typedBody(body: AsyncIterable<Buffer>, signal: AbortSignal): AsyncGenerator<Buffer, void, undefined> {
   try {
     yield* body;
   } catch (err) {
-    throw classifyUpstreamError(err, "body") ?? err;
+    throw typed(err, "body", signal);
   }
 }
 
@@ -129,9 +134,9 @@ export class Upstream {
         signal: call.signal,
       })
       .catch((err: unknown) => {
-        throw classifyUpstreamError(err, "request") ?? err;
+        throw typed(err, "request", call.signal);
       });
-    return { status: response.statusCode, headers: response.headers, body: typedBody(response.body) };
+    return { status: response.statusCode, headers: response.headers, body: typedBody(response.body, call.signal) };
   }
 
   /** Waits for calls in flight to finish, then closes the connections. */

@@ -8,7 +8,17 @@ export interface TokenUsage {
 
 type Json = unknown;
 const isRecord = (value: Json): value is Record<string, Json> => typeof value === "object" && value !== null && !Array.isArray(value);
-const count = (value: Json): number => (typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
+
+/**
+ * The most tokens counted for one figure of one request: a trillion, far past any context window.
+ * A provider that reports more (3e9 has been seen, 1e300 is valid JSON) is wrong, and its figure
+ * is counted as this; so sums stay exact integers in JavaScript, Redis and PostgreSQL's bigint.
+ */
+export const MAX_REPORTED_TOKENS = 1_000_000_000_000;
+
+/** A reported count as a whole number of tokens: not a positive finite number (a string, NaN, -3) is 0, fractions are cut. */
+const count = (value: Json): number =>
+  typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.min(MAX_REPORTED_TOKENS, Math.floor(value)) : 0;
 
 /**
  * A `usage` object of either family. Anthropic counts cache writes and reads apart from
@@ -21,7 +31,8 @@ export function usageFrom(usage: Json): TokenUsage | undefined {
     count(usage.prompt_tokens);
   const output = count(usage.output_tokens) || count(usage.completion_tokens);
   if (input === 0 && output === 0 && !("input_tokens" in usage) && !("prompt_tokens" in usage)) return undefined;
-  return { inputTokens: input, outputTokens: output };
+  // Three capped figures may add up past the cap.
+  return { inputTokens: Math.min(MAX_REPORTED_TOKENS, input), outputTokens: output };
 }
 
 /** The usage in a non-streamed answer body. */

@@ -1,4 +1,6 @@
-import pg from "pg";
+import type pg from "pg";
+import type { DatabaseDeadlines } from "../../db/deadlines.ts";
+import { createPool } from "../../db/pools.ts";
 import type { Logger } from "../../platform/logger.ts";
 
 export interface RequestLogEntry {
@@ -24,6 +26,7 @@ export interface RequestLogEntry {
 
 export interface RequestLogOptions {
   databaseUrl: string;
+  deadlines: DatabaseDeadlines;
   logger: Logger;
   /** Rows older than this are deleted. */
   retentionDays: number;
@@ -37,8 +40,8 @@ export interface RequestLogOptions {
 const columns: [string, string][] = [
   ["request_id", "text"], ["time", "timestamptz"], ["workspace_id", "uuid"], ["key_id", "uuid"], ["user_id", "uuid"],
   ["group_ids", "text"], ["endpoint", "text"], ["model", "text"], ["provider", "text"], ["status", "smallint"],
-  ["error_type", "text"], ["latency_ms", "integer"], ["ttfb_ms", "integer"], ["input_tokens", "integer"],
-  ["output_tokens", "integer"], ["tokens_estimated", "boolean"], ["guardrail_verdict", "text"],
+  ["error_type", "text"], ["latency_ms", "integer"], ["ttfb_ms", "integer"], ["input_tokens", "bigint"],
+  ["output_tokens", "bigint"], ["tokens_estimated", "boolean"], ["guardrail_verdict", "text"],
 ];
 
 const insertSql = `insert into gateway_request_log (${columns.map(([name]) => name).join(", ")})
@@ -50,6 +53,27 @@ const insertSql = `insert into gateway_request_log (${columns.map(([name]) => na
 function fit(value: string | null, max: number): string | null {
   return value === null ? null : value.replaceAll("\u0000", "").slice(0, max);
 }
+
+const SMALLINT_MAX = 32_767;
+const INTEGER_MAX = 2_147_483_647;
+
+/** A whole number from 0 to `max` that the column takes: NaN is 0, fractions are cut, the rest clamped. */
+function clamp(value: number, max: number): number {
+  return Number.isFinite(value) ? Math.min(max, Math.max(0, Math.floor(value))) : value > 0 ? max : 0;
+}
+
+/**
+ * SQLSTATE classes 22 (data exception: a number out of range, text the column cannot take) and 23
+ * (integrity constraint violation): the rows are at fault, not the database, and retrying the
+ * same rows fails the same way. Anything else (no connection, a timeout) is worth a retry later.
+ */
+function isDataError(err: unknown): boolean {
+  if (typeof err !== "object" || err === null || !("code" in err) || typeof err.code !== "string") return false;
+  return /^2[23][0-9A-Z]{3}$/.test(err.code);
+}
+
+/** The longest wait between two writes while the database fails; the first retry is at the next tick. */
+const MAX_RETRY_DELAY_MS = 5_000;
 
 function columnValues(batch: RequestLogEntry[]): unknown[][] {
   return [
@@ -63,14 +87,19 @@ function columnValues(batch: RequestLogEntry[]): unknown[][] {
 
 /**
  * The request log, written off the hot path: requests append to a buffer, and a timer writes it
- * in batched inserts. A database outage delays rows, and past `maxBuffered` drops the oldest,
- * saying how many in the log, rather than holding requests up or growing without bound.
+ * in batched inserts. A database outage delays rows (retried with a growing delay, at most
+ * MAX_RETRY_DELAY_MS), and past `maxBuffered` drops the oldest, saying how many in the log, rather
+ * than holding requests up or growing without bound. A row the database refuses is found by
+ * halving its batch, logged and dropped alone: it never holds up the rows behind it.
  */
 export class RequestLog {
   readonly #pool: pg.Pool;
   readonly #options: Required<RequestLogOptions>;
   #buffer: RequestLogEntry[] = [];
   #dropped = 0;
+  /** Consecutive failed writes, and when the timer may try again. */
+  #failures = 0;
+  #retryAt = 0;
   #flushing: Promise<void> | undefined;
   readonly #flushTimer: NodeJS.Timeout;
   readonly #retentionTimer: NodeJS.Timeout;
@@ -79,28 +108,43 @@ export class RequestLog {
     // Small, frequent batches: a large one blocks the event loop for milliseconds while the driver
     // serializes it, which shows in every request's tail latency.
     this.#options = { flushIntervalMs: 100, batchSize: 200, maxBuffered: 100_000, ...options };
-    this.#pool = new pg.Pool({ connectionString: options.databaseUrl, max: 2 });
-    this.#pool.on("error", (err) => options.logger.warn({ err }, "request log connection failed"));
-    this.#flushTimer = setInterval(() => void this.flush(), this.#options.flushIntervalMs);
+    this.#pool = createPool({
+      databaseUrl: options.databaseUrl,
+      deadlines: options.deadlines,
+      max: 2,
+      onIdleError: (err) => options.logger.warn({ err }, "request log connection failed"),
+    });
+    this.#flushTimer = setInterval(() => {
+      if (Date.now() >= this.#retryAt) void this.flush();
+    }, this.#options.flushIntervalMs);
     this.#flushTimer.unref();
     this.#retentionTimer = setInterval(() => void this.#expire(), 3_600_000);
     this.#retentionTimer.unref();
   }
 
   record(entry: RequestLogEntry): void {
-    if (this.#buffer.length >= this.#options.maxBuffered) {
-      this.#buffer.shift();
-      this.#dropped += 1;
-    }
-    // The request ID and the model come from callers: a value the column cannot take would fail
-    // its whole batch, again and again.
+    // The request ID and the model come from callers, the token counts from providers: each is
+    // made to fit its column, so that the row is written as far as it can be.
     entry.requestId = fit(entry.requestId, 128) ?? "";
     entry.model = fit(entry.model, 255);
+    entry.provider = fit(entry.provider, 64);
+    entry.errorType = fit(entry.errorType, 32);
     entry.guardrailVerdict = fit(entry.guardrailVerdict, 255);
+    entry.status = clamp(entry.status, SMALLINT_MAX);
+    entry.latencyMs = clamp(entry.latencyMs, INTEGER_MAX);
+    entry.ttfbMs = entry.ttfbMs === null ? null : clamp(entry.ttfbMs, INTEGER_MAX);
+    entry.inputTokens = clamp(entry.inputTokens, Number.MAX_SAFE_INTEGER);
+    entry.outputTokens = clamp(entry.outputTokens, Number.MAX_SAFE_INTEGER);
     this.#buffer.push(entry);
+    this.#trim();
   }
 
-  /** Writes what is buffered; concurrent calls share one write. */
+  /** Rows in memory, not yet written. */
+  get buffered(): number {
+    return this.#buffer.length;
+  }
+
+  /** Writes what is buffered now, whatever the retry delay; concurrent calls share one write. */
   flush(): Promise<void> {
     this.#flushing ??= this.#write().finally(() => {
       this.#flushing = undefined;
@@ -117,20 +161,56 @@ export class RequestLog {
 
   async #write(): Promise<void> {
     while (this.#buffer.length > 0) {
-      const batch = this.#buffer.slice(0, this.#options.batchSize);
-      // One array per column, unnested: a constant 17 parameters however large the batch.
-      const values = columnValues(batch);
-      try {
-        await this.#pool.query(insertSql, values);
-      } catch (err) {
-        this.#options.logger.warn({ err, buffered: this.#buffer.length }, "request log write failed; will retry");
+      // Taken out while written, so that rows recorded meanwhile (and the drop of the oldest) never
+      // mix with the batch in flight.
+      const batch = this.#buffer.splice(0, this.#options.batchSize);
+      const failed = await this.#insert(batch);
+      if (failed) {
+        this.#buffer.unshift(...failed.unwritten);
+        this.#trim();
+        this.#failures += 1;
+        this.#retryAt = Date.now() + Math.min(MAX_RETRY_DELAY_MS, this.#options.flushIntervalMs * 2 ** (this.#failures - 1));
+        this.#options.logger.warn({ err: failed.err, buffered: this.#buffer.length }, "request log write failed; will retry");
         return;
       }
-      this.#buffer.splice(0, batch.length);
+      this.#failures = 0;
+      this.#retryAt = 0;
     }
     if (this.#dropped > 0) {
       this.#options.logger.warn({ dropped: this.#dropped }, "request log rows dropped while the database was unavailable");
       this.#dropped = 0;
+    }
+  }
+
+  /**
+   * Inserts the rows. When the database refuses their data, halves them until the refused rows
+   * are alone, and drops each with a log line: at most 2n - 1 inserts for n rows, never a loop.
+   * Any other failure stops the write: it returns the rows not yet written, in order, to retry.
+   */
+  async #insert(rows: RequestLogEntry[]): Promise<{ unwritten: RequestLogEntry[]; err: unknown } | undefined> {
+    try {
+      // One array per column, unnested: a constant 17 parameters however large the batch.
+      await this.#pool.query(insertSql, columnValues(rows));
+      return undefined;
+    } catch (err) {
+      if (!isDataError(err)) return { unwritten: rows, err };
+      if (rows.length === 1) {
+        this.#options.logger.error({ err, row: rows[0] }, "request log row refused by the database; dropped");
+        return undefined;
+      }
+      const half = Math.ceil(rows.length / 2);
+      const first = await this.#insert(rows.slice(0, half));
+      if (first) return { unwritten: [...first.unwritten, ...rows.slice(half)], err: first.err };
+      return this.#insert(rows.slice(half));
+    }
+  }
+
+  /** Past maxBuffered, the oldest rows go, and are counted. */
+  #trim(): void {
+    const excess = this.#buffer.length - this.#options.maxBuffered;
+    if (excess > 0) {
+      this.#buffer.splice(0, excess);
+      this.#dropped += excess;
     }
   }
 

@@ -30,6 +30,8 @@ export function createGatewayUsageService(options: UsageServiceOptions): Service
       const start = req.startTime ? timestampDate(req.startTime) : new Date(end.getTime() - day);
       if (start >= end) throw invalidArgument("startTime must be before endTime");
       const groupBy = req.groupBy || UsageGrouping.KEY;
+      // Protobuf enums are open: a Connect or gRPC caller may send a number UsageGrouping lacks.
+      if (!(groupBy in subjectColumn)) throw invalidArgument(`groupBy has an unknown value: ${groupBy}`);
       const rows = await emOf(ctx).execute<{ subject: string | null; requests: string; input: string; output: string; estimated: string }[]>(
         `select subject, count(*) as requests, sum(input_tokens) as input, sum(output_tokens) as output,
                 count(*) filter (where tokens_estimated) as estimated

@@ -4,6 +4,9 @@ import { StreamUsage, type TokenUsage } from "./provider-usage.ts";
 /** Roughly four characters a token, for text the provider did not count for us. */
 const charsPerToken = 4;
 
+/** Events after which a provider sends nothing more (the answer is complete, or failed). */
+const finalEvents: ReadonlySet<string> = new Set(["message_stop", "response.completed", "response.incomplete", "response.failed", "error"]);
+
 /**
  * Counts a stream as it passes: the provider's usage events when it sends them; otherwise (a
  * stream the caller abandoned, or the provider cut, before the usage event) an estimate from the
@@ -14,6 +17,7 @@ export class StreamMeter {
   readonly #requestBytes: number;
   #textChars = 0;
   #sawEvent = false;
+  #complete = false;
 
   constructor(requestBytes: number) {
     this.#requestBytes = requestBytes;
@@ -21,6 +25,7 @@ export class StreamMeter {
 
   observe(event: SseEvent): void {
     this.#sawEvent = true;
+    if (event.name !== null && finalEvents.has(event.name)) this.#complete = true;
     this.#reported.observe(event);
     if (event.name === "content_block_delta" || event.name === "response.output_text.delta") {
       const data = event.json;
@@ -34,6 +39,11 @@ export class StreamMeter {
 
   get sawEvent(): boolean {
     return this.#sawEvent;
+  }
+
+  /** The provider sent its final event: what it reported so far is all it will report. */
+  get complete(): boolean {
+    return this.#complete;
   }
 
   /** The provider said nothing about usage, complete or partial. */

@@ -28,12 +28,28 @@ export interface FakeDirectives {
   malformedSse?: boolean;
   /** Destroy the socket without answering. */
   hangUp?: boolean;
+  /** Answer with bytes that are not (valid) HTTP, then close: see WireFault. */
+  wire?: WireFault;
   /** Usage figures; default 11 / 7. */
   inputTokens?: number;
   outputTokens?: number;
   /** The generated text; default `Hello from <kind>`. */
   text?: string;
 }
+
+/**
+ * Bytes a broken provider or a middlebox might send instead of an HTTP answer:
+ * - `garbage`: `garbage\r\n\r\n`, no status line at all;
+ * - `random`: 256 bytes of noise (the same for the same request);
+ * - `half-header`: a status line and half a header, then the connection closes;
+ * - `bad-header`: a header value with a control character;
+ * - `bad-status`: a status code of six digits;
+ * - `header-overflow`: 64 KiB of one header, past any client's header cap;
+ * - `bad-chunk`: a valid 200 head (SSE for a stream, else JSON), the first event or `{`, then a
+ *   chunk size that is not hexadecimal: the body breaks after the headers.
+ */
+export type WireFault = "garbage" | "random" | "half-header" | "bad-header" | "bad-status" | "header-overflow" | "bad-chunk";
+export const WIRE_FAULTS: readonly WireFault[] = ["garbage", "random", "half-header", "bad-header", "bad-status", "header-overflow", "bad-chunk"];
 
 type NumberKey = "status" | "retryAfter" | "delayMs" | "events" | "cutAfter" | "stallAfter" | "inputTokens" | "outputTokens";
 type StringKey = "message" | "errorType" | "errorCode" | "text";
@@ -52,6 +68,7 @@ const ORDER: ReadonlyArray<keyof FakeDirectives> = [
   "stallAfter",
   "malformedSse",
   "hangUp",
+  "wire",
   "inputTokens",
   "outputTokens",
   "text",
@@ -78,8 +95,9 @@ const MAX: Record<NumberKey, number> = {
   events: 10_000,
   cutAfter: 1_000_000,
   stallAfter: 1_000_000,
-  inputTokens: 1_000_000_000,
-  outputTokens: 1_000_000_000,
+  // Large on purpose: a provider that reports absurd usage is a case the gateway must survive.
+  inputTokens: Number.MAX_SAFE_INTEGER,
+  outputTokens: Number.MAX_SAFE_INTEGER,
 };
 
 function escapeValue(value: string): string {
@@ -126,6 +144,10 @@ export function parseFakeModel(model: string): ParsedModel {
       directives[numberKey] = n;
     } else if (STRING_KEYS.has(key)) {
       directives[key as StringKey] = value;
+    } else if (key === "wire") {
+      const fault = WIRE_FAULTS.find((name) => name === value);
+      if (fault === undefined) return { ok: false, message: `Fake directive 'wire' is one of ${WIRE_FAULTS.join(", ")}, got '${value}'.` };
+      directives.wire = fault;
     } else if (BOOLEAN_KEYS.has(key)) {
       if (value === "" || value === "true" || value === "1") directives[key as BooleanKey] = true;
       else if (value === "false" || value === "0") directives[key as BooleanKey] = false;

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { nfkc } from "./normalize.ts";
 
 /**
  * Content safety: a score in [0, 1] per category from weighted lexicons (content-lexicon.json).
@@ -82,8 +83,7 @@ const TOKEN = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
 
 /** NFKC, lower case, straight apostrophes, a few HTML entities, single spaces. */
 export function normalizeForContent(text: string): string {
-  return text
-    .normalize("NFKC")
+  return nfkc(text)
     .toLowerCase()
     .replace(/&amp;/g, "&")
     .replace(/&#8220;|&#8221;|&quot;/g, '"')

@@ -1,3 +1,5 @@
+import { markdownImageTemplate } from "./injection-scans.ts";
+
 /**
  * Rule families of the prompt-injection detector. Each family holds weighted patterns; a family
  * scores the weight of its strongest matching pattern, and families combine as independent
@@ -23,10 +25,17 @@ export type RuleFamily =
   | "tool_exfiltration"
   | "output_forcing";
 
+/** Where a rule matched: a regular expression's match, or a scanner's. */
+export interface RuleMatch {
+  index: number;
+  0: string;
+}
+
 export interface InjectionRule {
   family: RuleFamily;
   weight: number;
-  pattern: RegExp;
+  /** A regular expression, or a scanner where an expression would take quadratic time. */
+  pattern: { exec(text: string): RuleMatch | null };
 }
 
 /**
@@ -129,7 +138,8 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
 
   // Fake role delimiters -----------------------------------------------------------------------------
   rule("delimiter_spoof", 0.9, `<\\|(?:im_start|im_end|system|endoftext|user|assistant|eot_id|start_header_id)\\|>|\\[/?inst\\]|<<\\/?sys>>|<\\/?(?:system|sys|user|nutzer|usuario|utilisateur|assistant)>`),
-  rule("delimiter_spoof", 0.85, `(?:^|\\n|#{2,} ?)(?:system|sistema|système|instruction|instructions)(?: message)? ?(?:#{2,}|:)`),
+  // Two hashes stand for any number: `#{2,}` would rescan a long run of them from each one.
+  rule("delimiter_spoof", 0.85, `(?:^|\\n|## ?)(?:system|sistema|système|instruction|instructions)(?: message)? ?(?:##|:)`),
   rule("delimiter_spoof", 0.85, `\\bend of (?:user )?(?:input|prompt|conversation)\\b|\\bfin de la entrada\\b|\\bfin de l'entrée\\b|\\bende der (?:eingabe|benutzereingabe)\\b|\\bsystem (?:announcement|override|notice) begins\\b`),
   rule("delimiter_spoof", 0.6, `(?:^|\\n|\\s)(?:human|user|assistant|ai|system): .{0,200}\\b(?:human|user|assistant|ai|system): `),
 
@@ -146,7 +156,8 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   // Tool abuse and data exfiltration ------------------------------------------------------------------
   rule("tool_exfiltration", 0.75, `\\b(?:forward|send|email|upload|post|exfiltrate|leak)\\b.{0,40}\\b(?:conversation|chat) (?:history|log|logs|transcript)\\b|\\b(?:forward|send) (?:the last \\d+|all|every)(?: \\w+){0,2} (?:messages|emails|e-mails|files)\\b.{0,60}@`),
   rule("tool_exfiltration", 0.8, `\\bcurl\\b[^\\n|]{0,120}\\|\\s*(?:sh|bash)\\b|\\bwget\\b[^\\n|]{0,120}\\|\\s*(?:sh|bash)\\b|\\b(?:and|then) delete the (?:sent copy|evidence|logs|trace)\\b|\\b(?:borra|borre) el rastro\\b`),
-  rule("tool_exfiltration", 0.7, `\\b(?:put|embed|append|encode|include) (?:them|it|this|the (?:data|results|answers?))(?: all)? (?:into|in) (?:a |an )?(?:link|url|image url|markdown image)\\b|!\\[[^\\]]*\\]\\(https?://[^)]*\\{`),
+  rule("tool_exfiltration", 0.7, `\\b(?:put|embed|append|encode|include) (?:them|it|this|the (?:data|results|answers?))(?: all)? (?:into|in) (?:a |an )?(?:link|url|image url|markdown image)\\b`),
+  { family: "tool_exfiltration", weight: 0.7, pattern: markdownImageTemplate },
   rule("tool_exfiltration", 0.75, `\\buse your (?:email|e-mail|mail|shell|browser|file|code|payment) tool to\\b|\\busa tu herramienta de (?:correo|archivos)\\b|\\bnutze dein (?:e-mail|mail)-?werkzeug\\b|\\butilise ton outil\\b|\\b(?:lösche|löschen sie) alle dateien\\b`),
   rule("tool_exfiltration", 0.7, `\\b(?:list|print|reveal|output|tell me|give me|send me|dump)(?: all)?(?: of)? (?:the |your )?(?:admin |stored |saved |user |root )?(?:passwords?|api keys?|credentials|secrets|access tokens)\\b|\\b(?:contraseñas guardadas|clé api stockée|passwörter)\\b`),
 

@@ -8,7 +8,10 @@ import {
   RULE_FAMILIES,
   type InjectionRule,
   type RuleFamily,
+  type RuleMatch,
 } from "./injection-rules.ts";
+import { mixedWordCount, quotedSpans, shoutedRun } from "./injection-scans.ts";
+import { nfkc } from "./normalize.ts";
 import { dequantize, featurize, sigmoid, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
 
 /**
@@ -76,8 +79,7 @@ export function parseInjectionWeights(json: string): InjectionWeightsFile {
 
 /** NFKC, lower case, straight quotes, single spaces; line breaks kept (delimiter rules use them). */
 export function normalizeForRules(text: string): string {
-  return text
-    .normalize("NFKC")
+  return nfkc(text)
     .toLowerCase()
     .replace(/[\u2018\u2019\u201b\u2032]/g, "'")
     .replace(/[\u201c\u201d\u201e\u2033]/g, '"')
@@ -91,8 +93,7 @@ const LEET: Readonly<Record<string, string>> = { "0": "o", "1": "i", "3": "e", "
 
 /** "1gn0r3 4ll pr3v10u5" → "ignore all previous", when several words mix letters and digits. */
 function unleet(text: string): string | undefined {
-  const mixed = text.match(/\b(?=[a-z@$!]*[0-9])(?=[0-9@$!]*[a-z])[a-z0-9@$!]{3,}\b/g);
-  if (!mixed || mixed.length < 3) return undefined;
+  if (mixedWordCount(text) < 3) return undefined;
   return text.replace(/[a-z0-9@$!]+/g, (word) => (/[a-z]/.test(word) ? word.replace(/[013457@$!]/g, (c) => LEET[c] ?? c) : word));
 }
 
@@ -114,11 +115,11 @@ function unspace(raw: string): string | undefined {
  * OUTPUT ..."): four or more upper-case words in a row in a text that is otherwise mixed case.
  */
 function shouted(raw: string): boolean {
-  const run = raw.match(/\b(?:[A-ZÄÖÜ]{2,}[!,.]? ){3,}[A-ZÄÖÜ]{2,}\b/);
-  if (!run) return false;
+  const run = shoutedRun(raw);
+  if (run === undefined) return false;
   const letters = raw.replace(/[^A-Za-zÄÖÜäöüß]/g, "");
   const upper = raw.replace(/[^A-ZÄÖÜ]/g, "");
-  return upper.length < letters.length * 0.7 && /\b(?:ANSWER|OUTPUT|SAY|PRINT|IGNORE|FORGET|ANTWORTE|SAG|DU BIST|DO NOT|JUST|VERGISS|IGNORIERE)\b/.test(run[0]);
+  return upper.length < letters.length * 0.7 && /\b(?:ANSWER|OUTPUT|SAY|PRINT|IGNORE|FORGET|ANTWORTE|SAG|DU BIST|DO NOT|JUST|VERGISS|IGNORIERE)\b/.test(run);
 }
 
 /** Base64 runs of 24+ characters that decode to mostly printable text. */
@@ -150,16 +151,7 @@ export function ruleVariants(text: string): string[] {
   return variants;
 }
 
-/** Spans inside quotes: '…', "…", «…», “…” (after normalization “” became "). */
-function quotedSpans(text: string): [number, number][] {
-  const spans: [number, number][] = [];
-  for (const m of text.matchAll(/(?<![a-z])'[^'\n]{3,}?'(?![a-z])|"[^"\n]{3,}?"|«[^»\n]{3,}?»/g)) {
-    spans.push([m.index, m.index + m[0].length]);
-  }
-  return spans;
-}
-
-function isMention(match: RegExpExecArray, quotes: [number, number][], framed: boolean): boolean {
+function isMention(match: RuleMatch, quotes: [number, number][], framed: boolean): boolean {
   if (!framed) return false;
   const start = match.index;
   const end = start + match[0].length;

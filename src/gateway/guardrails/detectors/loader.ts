@@ -30,6 +30,12 @@ export interface DetectorSources {
   contentLexicon: () => Promise<string>;
 }
 
+/** What the sources returned. */
+export interface DetectorData {
+  injectionWeights: string;
+  contentLexicon: string;
+}
+
 export const bundledSources: DetectorSources = {
   injectionWeights: readBundledInjectionWeights,
   contentLexicon: readBundledContentLexicon,
@@ -52,12 +58,19 @@ export class DetectorLoader {
   readonly #listeners = new Set<StateListener>();
   /** Resolves with all three detectors, or rejects with the first failure. */
   readonly ready: Promise<Detectors>;
+  /** The data files' text, read once: detector workers build their own detectors from it. */
+  readonly data: Promise<DetectorData>;
 
   /** Starts loading at once; `sources` defaults to the bundled files. */
   constructor(sources: DetectorSources = bundledSources) {
+    // Async, so that a source that throws rejects like one whose promise fails.
+    const injectionWeights = (async () => sources.injectionWeights())();
+    const contentLexicon = (async () => sources.contentLexicon())();
     const pii = this.#track("pii", loadPii());
-    const injection = this.#track("injection", loadInjection(sources.injectionWeights));
-    const content = this.#track("content", loadContentSafety(sources.contentLexicon));
+    const injection = this.#track("injection", loadInjection(() => injectionWeights));
+    const content = this.#track("content", loadContentSafety(() => contentLexicon));
+    this.data = Promise.all([injectionWeights, contentLexicon]).then(([w, l]) => ({ injectionWeights: w, contentLexicon: l }));
+    this.data.catch(() => undefined);
     this.ready = Promise.all([pii, injection, content]).then(([p, i, c]) => {
       const detectors = { pii: p, injection: i, content: c };
       this.#emit(this.state, "all");

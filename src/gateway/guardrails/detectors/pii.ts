@@ -343,9 +343,14 @@ function resolveOverlaps(findings: PiiFinding[]): PiiFinding[] {
   const ranked = [...findings].sort(
     (a, b) => b.score - a.score || b.end - b.start - (a.end - a.start) || a.start - b.start,
   );
+  // Kept spans never overlap, so marking the code units they cover answers "does this one overlap
+  // a kept one" in the length of its own span: linear, where comparing with every kept finding
+  // was quadratic in a text full of addresses.
+  const taken = new Uint8Array(findings.reduce((end, f) => Math.max(end, f.end), 0));
   const kept: PiiFinding[] = [];
   for (const f of ranked) {
-    if (kept.some((k) => f.start < k.end && k.start < f.end)) continue;
+    if (taken.subarray(f.start, f.end).includes(1)) continue;
+    taken.fill(1, f.start, f.end);
     kept.push(f);
   }
   return kept.sort((a, b) => a.start - b.start || a.end - b.end);

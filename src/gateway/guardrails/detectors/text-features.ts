@@ -1,3 +1,5 @@
+import { nfkc } from "./normalize.ts";
+
 /**
  * Hashed bag-of-n-grams features shared by the injection classifier and its training script
  * (scripts/train-injection.ts), so that both see exactly the same vector for a text.
@@ -40,7 +42,7 @@ const WORD = /[\p{L}\p{N}]+/gu;
 
 /** Lower-cased NFKC words: letters and digits, every script. */
 export function words(text: string): string[] {
-  return text.normalize("NFKC").toLowerCase().match(WORD) ?? [];
+  return nfkc(text).toLowerCase().match(WORD) ?? [];
 }
 
 /** The hashed, log-scaled, unit-length feature vector of a text. */

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { streamSafe } from "../detectors/normalize.ts";
 
 /**
  * A reader for Hugging Face `tokenizer.json` files of BERT-family models (model type `WordPiece`:
@@ -88,7 +89,8 @@ export function parseWordPieceTokenizer(json: string): WordPieceTokenizer {
       else out += ch;
     }
     if (lowercase) out = out.toLowerCase();
-    if (stripAccents) out = out.normalize("NFD").replace(/\p{Mn}/gu, "");
+    // Stream-safe first: NFD sorts a long run of marks in quadratic time (see normalize.ts).
+    if (stripAccents) out = streamSafe(out).normalize("NFD").replace(/\p{Mn}/gu, "");
     return out;
   };
 

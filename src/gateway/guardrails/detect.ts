@@ -1,0 +1,42 @@
+import { piiReason, promptInjectionReason, toxicContentReason } from "../dataplane/errors.ts";
+import { defaultHighRiskPii } from "./catalog.ts";
+import type { ContentCategory } from "./detectors/content-safety.ts";
+import type { Detectors } from "./detectors/loader.ts";
+import type { PiiEntityType } from "./detectors/pii.ts";
+
+/**
+ * One built-in detector's check of a text, as plain data: it runs the same on the event loop and
+ * in a detector worker (worker.ts), and its answer (a block reason, or none) is small.
+ */
+export type DetectorCheck =
+  | { kind: "pii"; entityTypes: readonly string[] }
+  | { kind: "prompt_injection"; threshold: number | null }
+  | { kind: "content_safety"; thresholds: Readonly<Record<string, number>> };
+
+/** The 422 reason when the detector blocks the text, else undefined; throws when it is missing. */
+export function detect(detectors: Partial<Detectors>, check: DetectorCheck, text: string): string | undefined {
+  switch (check.kind) {
+    case "pii": {
+      const entityTypes = (check.entityTypes.length > 0 ? check.entityTypes : defaultHighRiskPii) as PiiEntityType[];
+      const findings = present(detectors.pii, check.kind).detect(text, { entityTypes });
+      return findings.length > 0 ? piiReason(findings.map((f) => f.entityType)) : undefined;
+    }
+    case "prompt_injection": {
+      const detector = present(detectors.injection, check.kind);
+      const score = detector.score(text);
+      return score >= (check.threshold ?? detector.threshold) ? promptInjectionReason(score) : undefined;
+    }
+    case "content_safety": {
+      const detector = present(detectors.content, check.kind);
+      const thresholds = { ...detector.thresholds, ...check.thresholds } as Record<ContentCategory, number>;
+      const [worst] = detector.flagged(text, thresholds);
+      return worst ? toxicContentReason(worst.category, worst.score, thresholds[worst.category]) : undefined;
+    }
+  }
+}
+
+/** A detector that failed to load is an error, which the guardrail's fail mode decides. */
+function present<T>(detector: T | undefined, kind: DetectorCheck["kind"]): T {
+  if (!detector) throw new Error(`the ${kind} detector failed to load`);
+  return detector;
+}

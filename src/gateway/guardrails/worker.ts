@@ -1,0 +1,64 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { detect, type DetectorCheck } from "./detect.ts";
+import { createContentDetector, parseContentLexicon } from "./detectors/content-safety.ts";
+import { createInjectionDetector, parseInjectionWeights } from "./detectors/injection.ts";
+import type { DetectorData } from "./detectors/loader.ts";
+import { createPiiDetector } from "./detectors/pii.ts";
+import { parseObject } from "./request-bodies.ts";
+import { summarize, type BodySummary } from "./text.ts";
+
+/**
+ * A worker of the pool (worker-pool.ts): builds the three built-in detectors from the data the
+ * gateway loaded, then does one job at a time: a detector's check of a text, or reading a large
+ * request body. Messages that arrive while it builds wait. Answers are small.
+ */
+
+export type WorkerJob =
+  | { kind: "check"; check: DetectorCheck; text: string }
+  /** The body's summary, or null when it is not a JSON object; and the body, handed back. */
+  | { kind: "parse"; raw: Uint8Array; endpoint: "messages" | "responses" | "images" | "embeddings"; maxTextBytes: number }
+  /** The body with `model` set to another name. */
+  | { kind: "rewrite"; raw: Uint8Array; model: string };
+
+export interface JobResults {
+  check: string | null;
+  parse: { summary: BodySummary | null; raw: Uint8Array };
+  rewrite: Uint8Array;
+}
+
+export type WorkerAnswer = { id: number; value: JobResults[WorkerJob["kind"]] } | { id: number; error: string };
+
+const data = workerData as DetectorData;
+const detectors = {
+  pii: createPiiDetector(),
+  injection: createInjectionDetector(parseInjectionWeights(data.injectionWeights)),
+  content: createContentDetector(parseContentLexicon(data.contentLexicon)),
+};
+
+/** The JSON object of a body passed as bytes. */
+const parseBytes = (raw: Uint8Array) => parseObject(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength));
+
+parentPort?.on("message", ({ id, job }: { id: number; job: WorkerJob }) => {
+  try {
+    switch (job.kind) {
+      case "check":
+        parentPort?.postMessage({ id, value: detect(detectors, job.check, job.text) ?? null } satisfies WorkerAnswer);
+        return;
+      case "parse": {
+        const body = parseBytes(job.raw);
+        const value = { summary: body ? summarize(body, job.endpoint, job.maxTextBytes) : null, raw: job.raw };
+        // The body came over without a copy, and goes back the same way: the gateway sends it on.
+        parentPort?.postMessage({ id, value } satisfies WorkerAnswer, job.raw.buffer instanceof ArrayBuffer ? [job.raw.buffer] : []);
+        return;
+      }
+      case "rewrite": {
+        const body = parseBytes(job.raw) ?? {};
+        const rewritten = new Uint8Array(Buffer.from(JSON.stringify({ ...body, model: job.model })));
+        parentPort?.postMessage({ id, value: rewritten } satisfies WorkerAnswer, [rewritten.buffer]);
+        return;
+      }
+    }
+  } catch (err) {
+    parentPort?.postMessage({ id, error: err instanceof Error ? err.message : String(err) } satisfies WorkerAnswer);
+  }
+});

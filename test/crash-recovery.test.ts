@@ -1,0 +1,114 @@
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestApp, type TestApp } from "./support/app.ts";
+import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
+import { client, type Call } from "./support/http.ts";
+import { spawnWarden, type Spawned } from "./support/processes.ts";
+
+/**
+ * The usage reservations of a gateway process that is killed are released within seconds, by
+ * the sweep of a process that lives on, once the dead one's lease lapses; the live process's
+ * own reservations stay. Lease TTL here: 1 s (renewed, and swept, every 250 ms).
+ */
+
+const redisUrl = "redis://127.0.0.1:6379";
+const leaseTtlMs = 1_000;
+/**
+ * The documented bound is the lease TTL plus one renewal interval (1.25 s here); 10 s leaves a
+ * wide margin for a loaded machine, and is far below the 15 minutes of the age backstop.
+ */
+const releaseDeadlineMs = 10_000;
+
+async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function until(condition: () => Promise<boolean>, what: string, deadlineMs: number): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  while (Date.now() < end) {
+    if (await condition()) return;
+    await sleep(25);
+  }
+  throw new Error(`gave up after ${deadlineMs} ms waiting for ${what}`);
+}
+
+describe.each(["postgres", "redis"] as const)("a gateway process killed while it holds reservations, counters in %s", (backend) => {
+  const redisPrefix = `warden-test:${randomBytes(6).toString("hex")}:`;
+  const masterKey = randomBytes(32).toString("hex");
+  let t: TestApp;
+  let admin: Call;
+  let provider: FakeProvider;
+  let doomed: Spawned;
+  let secret: string;
+  let limitId: string;
+
+  beforeAll(async () => {
+    const env: Record<string, string> = { WARDEN_MASTER_KEY: masterKey, WARDEN_USAGE_LEASE_TTL_MS: String(leaseTtlMs) };
+    if (backend === "redis") Object.assign(env, { REDIS_URL: redisUrl, WARDEN_REDIS_KEY_PREFIX: redisPrefix });
+    t = await startTestApp({ env });
+    admin = client(t.baseUrl, t.adminKey);
+    provider = await startFakeProvider("anthropic");
+    await admin("POST", "/v1/gateway/providers", { body: { name: "anthropic", kind: "anthropic", baseUrl: provider.url, apiKey: provider.apiKey } });
+    await admin("POST", "/v1/gateway/routing-rules", { body: { priority: 1, providerName: "anthropic" } });
+    const key = (await admin("POST", "/v1/gateway/keys", { body: { name: "crash" } })).body as { id: string; secret: string };
+    secret = key.secret;
+    const limit = await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1_000_000 } });
+    limitId = (limit.body as { id: string }).id;
+    await t.app.gateway!.watcher.reload();
+    doomed = await spawnWarden(
+      ["gateway"],
+      { ...env, DATABASE_URL: t.database.url, WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1", WARDEN_LOG_LEVEL: "info", WARDEN_DATA_DIR: t.config.dataDir },
+      "model gateway listening",
+    );
+  });
+
+  afterAll(async () => {
+    await doomed?.stop();
+    await provider?.close();
+    await t?.stop();
+    if (backend === "redis") {
+      const redis = new Redis(redisUrl);
+      const keys = await redis.keys(`${redisPrefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.quit();
+    }
+  });
+
+  async function reserved(): Promise<number> {
+    const res = await admin("GET", "/v1/gateway/usage/limits");
+    const items = (res.body as { items: { limit: { id: string }; reserved: number }[] }).items;
+    return Number(items.find((item) => item.limit.id === limitId)!.reserved);
+  }
+
+  /** A call the provider keeps for a minute: its reservation ("hi" counts 1, plus max_tokens) stays held. */
+  function hold(port: number, maxTokens: number, signal: AbortSignal): Promise<unknown> {
+    return fetch(`http://127.0.0.1:${port}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": secret, "content-type": "application/json" },
+      body: JSON.stringify({ model: fakeModel("claude-held", { delayMs: 60_000 }), max_tokens: maxTokens, messages: [{ role: "user", content: "hi" }] }),
+      signal,
+    }).then((res) => res.text(), () => undefined);
+  }
+
+  it("has them released within seconds, and keeps the reservations of the process that lives", async () => {
+    const live = new AbortController();
+    const liveCall = hold(t.app.gateway!.port, 100, live.signal);
+    const deadCall = hold(doomed.port, 200, new AbortController().signal);
+    await until(async () => provider.requests.length === 2 && (await reserved()) === 101 + 201, "both calls to be held", 10_000);
+
+    doomed.child.kill("SIGKILL");
+    await once(doomed.child, "exit");
+    await deadCall;
+    await until(async () => (await reserved()) === 101, "the killed process's reservation to be released", releaseDeadlineMs);
+
+    // Several lease periods later the live process's reservation is still held: its lease is
+    // renewed. The wait is what the assertion is about, not a timing bound.
+    await sleep(3 * leaseTtlMs);
+    expect(await reserved()).toBe(101);
+    live.abort();
+    await liveCall;
+    await until(async () => (await reserved()) === 0, "the live call's reservation to be released", releaseDeadlineMs);
+  });
+});
