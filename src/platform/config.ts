@@ -74,7 +74,7 @@ export function loadConfig(env: Env): Config {
     redisKeyPrefix: env.WARDEN_REDIS_KEY_PREFIX || "warden:usage:",
     gatewayDefaultMaxTokens: intVar(env, "WARDEN_GATEWAY_DEFAULT_MAX_TOKENS", 4096),
     guardrailLimits: guardrailLimitsVar(env),
-    usageLeaseTtlMs: intVar(env, "WARDEN_USAGE_LEASE_TTL_MS", defaultLeaseTtlMs),
+    usageLeaseTtlMs: leaseTtlVar(env),
     databaseDeadlines: {
       connectTimeoutMs: intVar(env, "WARDEN_DB_CONNECT_TIMEOUT_MS", defaultDatabaseDeadlines.connectTimeoutMs),
       statementTimeoutMs: intVar(env, "WARDEN_DB_STATEMENT_TIMEOUT_MS", defaultDatabaseDeadlines.statementTimeoutMs),
@@ -96,6 +96,14 @@ function publicUrlVar(env: Env): string | undefined {
     throw new Error(`WARDEN_PUBLIC_URL must be an http or https URL without query or fragment, got "${raw}"`);
   }
   return raw.replace(/\/+$/, "");
+}
+
+function leaseTtlVar(env: Env): number {
+  const ttl = intVar(env, "WARDEN_USAGE_LEASE_TTL_MS", defaultLeaseTtlMs);
+  // Renewed four times per TTL: below a second, a live process that waits on a busy database for a
+  // moment would be taken for gone, and its reservations released while its calls still run.
+  if (ttl < 1000) throw new Error(`WARDEN_USAGE_LEASE_TTL_MS must be at least 1000, got ${ttl}`);
+  return ttl;
 }
 
 function httpTimeoutsVar(env: Env): ConnectionTimeouts {
