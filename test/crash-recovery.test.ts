@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
+import { sleep, until } from "./support/wait.ts";
 
 /**
  * The usage reservations of a gateway process that is killed are released within seconds, by
@@ -20,19 +21,6 @@ const leaseTtlMs = 1_000;
  * wide margin for a loaded machine, and is far below the 15 minutes of the age backstop.
  */
 const releaseDeadlineMs = 10_000;
-
-async function sleep(ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function until(condition: () => Promise<boolean>, what: string, deadlineMs: number): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (Date.now() < end) {
-    if (await condition()) return;
-    await sleep(25);
-  }
-  throw new Error(`gave up after ${deadlineMs} ms waiting for ${what}`);
-}
 
 describe.each(["postgres", "redis"] as const)("a gateway process killed while it holds reservations, counters in %s", (backend) => {
   const redisPrefix = `warden-test:${randomBytes(6).toString("hex")}:`;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { client, type Call } from "./support/http.ts";
+import { sleep, until } from "./support/wait.ts";
 
 /**
  * A provider's slots (its in-flight cap) and a key's usage reservation are given back whenever the
@@ -81,20 +82,6 @@ async function rawRequest(path: string, body: Record<string, unknown>, key: stri
   );
   socket.write(payload);
   return socket;
-}
-
-async function sleep(ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls until `condition` holds; gives up after `deadlineMs`. */
-async function until(condition: () => Promise<boolean>, what: string, deadlineMs: number): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (Date.now() < end) {
-    if (await condition()) return;
-    await sleep(20);
-  }
-  throw new Error(`gave up after ${deadlineMs} ms waiting for ${what}`);
 }
 
 async function statusOf(family: Family, model: string, key: string): Promise<number> {

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
+import { freePort } from "./support/wait.ts";
 
 /**
  * The usage counters in a Redis that this test owns, frozen (SIGSTOP) and then killed: a key
@@ -146,14 +146,3 @@ async function startOwnRedis(): Promise<OwnRedis> {
   };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
+import { until } from "./support/wait.ts";
 
 /**
  * A bulk test update whose process is killed while it runs the task is run again soon after, by a
@@ -46,19 +47,6 @@ async function worker(): Promise<Spawned> {
   );
   spawned.push(process);
   return process;
-}
-
-async function sleep(ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function until(condition: () => Promise<boolean>, what: string, deadlineMs: number): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (Date.now() < end) {
-    if (await condition()) return;
-    await sleep(50);
-  }
-  throw new Error(`gave up after ${deadlineMs} ms waiting for ${what}`);
 }
 
 /**

@@ -1,0 +1,31 @@
+import net from "node:net";
+
+export async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Polls `condition` every `everyMs` until it holds; gives up after `deadlineMs`, naming `what`, so
+ * that a condition that never comes fails its test instead of hanging it.
+ */
+export async function until(condition: () => Promise<boolean>, what: string, deadlineMs: number, everyMs = 25): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  while (Date.now() < end) {
+    if (await condition()) return;
+    await sleep(everyMs);
+  }
+  throw new Error(`gave up after ${deadlineMs} ms waiting for ${what}`);
+}
+
+/** A loopback port that was free a moment ago, for a server that cannot be handed a socket. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
