@@ -137,6 +137,23 @@ describe("keys, users, groups and access rules", () => {
     expect(mine.items.map((p) => p.name)).not.toContain("theirs");
   });
 
+  it("lets only an admin of the Default workspace change the gateway-wide settings, which every workspace may read", async () => {
+    const other = await addWorkspace(t.app);
+    const theirs = client(t.baseUrl, other.key);
+    const denied = await theirs("PUT", "/v1/gateway/settings", { body: { maxInFlight: 1 } });
+    expect(denied.status).toBe(403);
+    expect(denied.body).toEqual(
+      errorBody("Gateway-wide settings may be changed only by an admin of the workspace that operates this Warden (the Default workspace).", "permission_denied"),
+    );
+    const read = await theirs("GET", "/v1/gateway/settings");
+    expect(read.status).toBe(200);
+    expect((read.body as { maxInFlight: number }).maxInFlight).not.toBe(1);
+    const mine = await call("PUT", "/v1/gateway/settings", { body: { maxInFlight: 900 } });
+    expect(mine.status).toBe(200);
+    expect(mine.body).toEqual({ maxInFlight: 900, dateUpdated: iso });
+    expect((await theirs("GET", "/v1/gateway/settings")).body).toEqual({ maxInFlight: 900, dateUpdated: iso });
+  });
+
   it("lets a VIEWER read the configuration and nothing more", async () => {
     const ws = (await t.app.orm.em.fork().execute<{ id: string }[]>("select id from workspace where slug = 'default'"))[0]!.id;
     const viewer = await call("POST", `/v1/workspaces/${ws}/api-keys`, { body: { role: "VIEWER" } });

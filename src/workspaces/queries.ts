@@ -14,3 +14,13 @@ export interface WorkspaceSummary {
 export function workspaceSummary(em: EntityManager, workspaceId: string): Promise<WorkspaceSummary | null> {
   return em.findOne(WorkspaceEntity, { id: workspaceId }, { fields: ["id", "name", "slug", "dateCreated", "dateUpdated"] });
 }
+
+/**
+ * Whether this is the workspace the first start created (the oldest), whose admins operate the
+ * instance: settings shared by every workspace, such as the gateway's in-flight cap, are theirs
+ * to change, so that no tenant can throttle the others. Found by age, as its slug can change.
+ */
+export async function isInstanceWorkspace(em: EntityManager, workspaceId: string): Promise<boolean> {
+  const [first] = await em.find(WorkspaceEntity, {}, { fields: ["id"], orderBy: { dateCreated: "asc", id: "asc" }, limit: 1 });
+  return first?.id === workspaceId;
+}

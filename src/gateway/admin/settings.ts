@@ -1,7 +1,9 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GatewayAdminService } from "../../../gen/warden/gateway/v1/admin_pb.js";
-import { emOf } from "../../platform/context.ts";
+import { emOf, principalOf } from "../../platform/context.ts";
+import { permissionDenied } from "../../platform/errors.ts";
+import { isInstanceWorkspace } from "../../workspaces/queries.ts";
 import { GatewaySettingsEntity } from "../config/entities.ts";
 import { boundedInt } from "./validate.ts";
 
@@ -22,6 +24,10 @@ export function settingsRpcs(options: { defaultMaxInFlight: number }): SettingsR
 
     async updateGatewaySettings(req, ctx) {
       const em = emOf(ctx);
+      // One row for every workspace: a tenant's admin must not throttle everyone else's calls.
+      if (!(await isInstanceWorkspace(em, principalOf(ctx).workspaceId))) {
+        throw permissionDenied("Gateway-wide settings may be changed only by an admin of the workspace that operates this Warden (the Default workspace).");
+      }
       const maxInFlight = boundedInt("maxInFlight", req.maxInFlight, 0, 1, 1_000_000);
       const now = new Date();
       await em.upsert(GatewaySettingsEntity, { id: 1, maxInFlight, dateUpdated: now });
