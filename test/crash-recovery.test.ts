@@ -6,7 +6,7 @@ import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
-import { sleep, until } from "./support/wait.ts";
+import { setUpWaitMs, sleep, until } from "./support/wait.ts";
 
 /**
  * The usage reservations of a gateway process that is killed are released within seconds, by
@@ -80,11 +80,11 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed while it
     }).then((res) => res.text(), () => undefined);
   }
 
-  it("has them released within seconds, and keeps the reservations of the process that lives", async () => {
+  it("has them released within seconds, and keeps the reservations of the process that lives", { timeout: 90_000 }, async () => {
     const live = new AbortController();
     const liveCall = hold(t.app.gateway!.port, 100, live.signal);
     const deadCall = hold(doomed.port, 200, new AbortController().signal);
-    await until(async () => provider.requests.length === 2 && (await reserved()) === 101 + 201, "both calls to be held", 10_000);
+    await until(async () => provider.requests.length === 2 && (await reserved()) === 101 + 201, "both calls to be held", setUpWaitMs);
 
     doomed.child.kill("SIGKILL");
     await once(doomed.child, "exit");

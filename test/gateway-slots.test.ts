@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { client, type Call } from "./support/http.ts";
-import { sleep, until } from "./support/wait.ts";
+import { setUpWaitMs, sleep, until } from "./support/wait.ts";
 
 /**
  * A provider's slots (its in-flight cap) and a key's usage reservation are given back whenever the
@@ -108,14 +108,14 @@ async function reserved(id: string): Promise<number> {
 const releaseDeadlineMs = 5_000;
 
 describe.each(families)("$endpoint: a streamed caller that leaves while the gateway waits to write to it", (family) => {
-  it("gives the provider slot and the usage reservation back, and stops the provider call", async () => {
+  it("gives the provider slot and the usage reservation back, and stops the provider call", { timeout: 90_000 }, async () => {
     const own = await newKey();
     const model = `${family.model}-stream`;
     const socket = await rawRequest(family.path, bodyFor(family, model, { stream: true }), own.secret);
     // The caller has its first bytes and reads no more. The provider never stops, so the sockets
     // between the gateway and the caller fill, and the gateway waits to write; then the caller leaves.
-    await until(async () => socket.readableLength >= socket.readableHighWaterMark, "the caller's buffer to fill", 10_000);
-    await until(async () => endless.open === 1, "the provider call", 10_000);
+    await until(async () => socket.readableLength >= socket.readableHighWaterMark, "the caller's buffer to fill", setUpWaitMs);
+    await until(async () => endless.open === 1, "the provider call", setUpWaitMs);
     socket.destroy();
 
     await until(async () => endless.open === 0, "the provider call to be stopped", releaseDeadlineMs);
@@ -132,7 +132,7 @@ describe.each(families)("$endpoint: a streamed caller that leaves while the gate
 });
 
 describe.each(families)("$endpoint: a caller that leaves before the provider is called", (family) => {
-  it("takes no provider slot, and its reservation is released", async () => {
+  it("takes no provider slot, and its reservation is released", { timeout: 90_000 }, async () => {
     const own = await newKey();
     const model = `${family.model}-early`;
     // A first call makes the key's usage counter; then the test holds the counter's row lock, so
@@ -147,7 +147,7 @@ describe.each(families)("$endpoint: a caller that leaves before the provider is 
       const before = fake.requests.length;
       // The provider would keep the call for a minute: a slot taken for this call would stay taken.
       const socket = await rawRequest(family.path, bodyFor(family, fakeModel(model, { delayMs: 60_000 })), own.secret);
-      await until(async () => (await waitingOnLock(lock)) === 1, "the call to wait in admission", 10_000);
+      await until(async () => (await waitingOnLock(lock)) === 1, "the call to wait in admission", setUpWaitMs);
       socket.destroy();
       // The gateway runs in this process: with its event loop idle for 200 ms, it has seen the
       // caller's socket close by then (the sleep orders two events; it bounds nothing).

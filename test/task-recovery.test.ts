@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
-import { until } from "./support/wait.ts";
+import { setUpWaitMs, until } from "./support/wait.ts";
 
 /**
  * A bulk test update whose process is killed while it runs the task is run again soon after, by a
@@ -74,7 +74,7 @@ describe("a bulk test update whose process is killed while running it", () => {
       expect(queued.status).toBe(202);
       const { taskResultId } = queued.body as { taskResultId: string };
       const status = async () => ((await call("GET", `/v1/task-results/${taskResultId}`)).body as { status: string }).status;
-      await until(async () => (await status()) === "running" && (await waitingOnLock(lock)) === 1, "the task to run and wait", 20_000);
+      await until(async () => (await status()) === "running" && (await waitingOnLock(lock)) === 1, "the task to run and wait", setUpWaitMs);
 
       first.child.kill("SIGKILL");
       await once(first.child, "exit");

@@ -1,5 +1,11 @@
 import net from "node:net";
 
+/**
+ * How long a test waits for the state it sets up (calls held, a buffer full) before it measures
+ * anything: generous, as it bounds no behaviour under test, and a loaded machine is slow to get there.
+ */
+export const setUpWaitMs = 30_000;
+
 export async function sleep(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms));
 }
