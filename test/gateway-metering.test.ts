@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_REPORTED_TOKENS, StreamUsage, usageFrom } from "../src/gateway/usage/provider-usage.ts";
 import { RequestLog, type RequestLogEntry } from "../src/gateway/usage/request-log.ts";
-import type { Logger } from "../src/platform/logger.ts";
+import { createLogger, type Logger } from "../src/platform/logger.ts";
 import { SseEvent } from "../src/gateway/providers/sse.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel } from "./support/fake-providers.ts";
@@ -289,6 +289,33 @@ describe("a row the database refuses", () => {
       await log.flush();
       expect(await written(prefix)).toEqual(expected);
       expect(lines).toHaveLength(3);
+    } finally {
+      await log.close();
+    }
+  });
+
+  it("retention deletes a backlog of many batches, and only rows older than the retention", async () => {
+    const log = new RequestLog({ databaseUrl: t.database.url, deadlines: t.config.databaseDeadlines, logger: createLogger("silent"), retentionDays: 30, flushIntervalMs: 3_600_000 });
+    const prefix = `retention-${randomUUID()}-`;
+    const insert = (count: number, age: string) =>
+      t.app.orm.em.fork().execute(
+        `insert into gateway_request_log (request_id, time, endpoint, status, latency_ms)
+         select ? || g, now() - ?::interval, 'messages', 200, 1 from generate_series(1, ?) g`,
+        [prefix, age, count],
+      );
+    const left = async (age: "old" | "new") =>
+      (await t.app.orm.em.fork().execute<{ n: number }[]>(
+        `select count(*)::int as n from gateway_request_log where request_id like ? and time ${age === "old" ? "<" : ">="} now() - interval '30 days'`,
+        [`${prefix}%`],
+      ))[0]!.n;
+    try {
+      // More than two batches of 5,000 past the retention, then a few within it, then a few more past it.
+      await insert(12_001, "31 days");
+      await insert(3, "29 days");
+      await insert(7, "45 days");
+      expect([await left("old"), await left("new")]).toEqual([12_008, 3]);
+      await log.expire();
+      expect([await left("old"), await left("new")]).toEqual([0, 3]);
     } finally {
       await log.close();
     }

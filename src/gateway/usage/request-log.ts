@@ -54,6 +54,15 @@ function fit(value: string | null, max: number): string | null {
   return value === null ? null : value.replaceAll("\u0000", "").slice(0, max);
 }
 
+/** Rows deleted per retention statement, and statements per hourly run (what is left waits an hour). */
+const retentionBatch = 5_000;
+const maxRetentionBatches = 2_000;
+// Ids grow with time, so the oldest rows are found by the primary key, from its start.
+const expireSql = `
+  delete from gateway_request_log where id in (
+    select id from gateway_request_log where time < now() - make_interval(days => $1) order by id limit $2
+  )`;
+
 const SMALLINT_MAX = 32_767;
 const INTEGER_MAX = 2_147_483_647;
 
@@ -118,7 +127,7 @@ export class RequestLog {
       if (Date.now() >= this.#retryAt) void this.flush();
     }, this.#options.flushIntervalMs);
     this.#flushTimer.unref();
-    this.#retentionTimer = setInterval(() => void this.#expire(), 3_600_000);
+    this.#retentionTimer = setInterval(() => void this.expire(), 3_600_000);
     this.#retentionTimer.unref();
   }
 
@@ -214,9 +223,19 @@ export class RequestLog {
     }
   }
 
-  async #expire(): Promise<void> {
-    await this.#pool
-      .query("delete from gateway_request_log where time < now() - make_interval(days => $1)", [this.#options.retentionDays])
-      .catch((err: unknown) => this.#options.logger.warn({ err }, "request log retention failed"));
+  /**
+   * Deletes the rows older than the retention, in batches of the oldest ids: each statement stays
+   * well inside the statement timeout however far behind retention is (one delete of a large
+   * backlog would be cancelled every hour, and the table would never shrink again).
+   */
+  async expire(): Promise<void> {
+    try {
+      for (let batch = 0; batch < maxRetentionBatches; batch++) {
+        const { rowCount } = await this.#pool.query(expireSql, [this.#options.retentionDays, retentionBatch]);
+        if ((rowCount ?? 0) < retentionBatch) return;
+      }
+    } catch (err) {
+      this.#options.logger.warn({ err }, "request log retention failed");
+    }
   }
 }
