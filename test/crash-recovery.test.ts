@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
 import { setUpWaitMs, sleep, until } from "./support/wait.ts";
+import { dropRedisKeys } from "./support/redis.ts";
 
 /**
  * The usage reservations of a gateway process that is killed are released within seconds, by
@@ -57,10 +57,7 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed while it
     await provider?.close();
     await t?.stop();
     if (backend === "redis") {
-      const redis = new Redis(redisUrl);
-      const keys = await redis.keys(`${redisPrefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-      await redis.quit();
+      await dropRedisKeys(redisUrl, redisPrefix);
     }
   });
 

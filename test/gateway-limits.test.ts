@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayError } from "../src/gateway/dataplane/errors.ts";
 import { createLimitStep } from "../src/gateway/limits/limit-step.ts";
@@ -10,6 +9,7 @@ import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
+import { dropRedisKeys } from "./support/redis.ts";
 
 /**
  * Usage limits through the gateway. The race: three gateway processes on one database fire 300
@@ -61,10 +61,7 @@ async function setUp(backend: "postgres" | "redis"): Promise<Setup> {
       await provider.close();
       await t.stop();
       if (backend === "redis") {
-        const redis = new Redis(redisUrl);
-        const keys = await redis.keys(`${redisPrefix}*`);
-        if (keys.length > 0) await redis.del(...keys);
-        await redis.quit();
+        await dropRedisKeys(redisUrl, redisPrefix);
       }
     },
   };

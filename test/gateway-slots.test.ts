@@ -8,6 +8,7 @@ import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { client, type Call } from "./support/http.ts";
 import { setUpWaitMs, sleep, until } from "./support/wait.ts";
+import { waitingOnLock } from "./support/database.ts";
 
 /**
  * A provider's slots (its in-flight cap) and a key's usage reservation are given back whenever the
@@ -161,14 +162,6 @@ describe.each(families)("$endpoint: a caller that leaves before the provider is 
     }
   });
 });
-
-/** Statements other than this session's waiting on a lock. */
-async function waitingOnLock(session: pg.Client): Promise<number> {
-  const { rows } = await session.query<{ n: number }>(
-    "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and pid <> pg_backend_pid()",
-  );
-  return rows[0]!.n;
-}
 
 interface EndlessProvider {
   url: string;

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGatewayHandler } from "../src/gateway/dataplane/pipeline.ts";
 import { UpstreamRegistry } from "../src/gateway/dataplane/upstreams.ts";
@@ -10,6 +9,7 @@ import { createLogger } from "../src/platform/logger.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel } from "./support/fake-providers.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
+import { dropRedisKeys } from "./support/redis.ts";
 
 /**
  * A usage limit never refuses a call it has room for when calls come one after another: each
@@ -62,10 +62,7 @@ describe.each(["postgres", "redis"] as const)("calls back to back, with counters
     await g?.close();
     await t?.stop();
     if (backend === "redis") {
-      const redis = new Redis(redisUrl);
-      const keys = await redis.keys(`${redisPrefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-      await redis.quit();
+      await dropRedisKeys(redisUrl, redisPrefix);
     }
   });
 

@@ -5,6 +5,7 @@ import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
 import { setUpWaitMs, until } from "./support/wait.ts";
+import { waitingOnLock } from "./support/database.ts";
 
 /**
  * A bulk test update whose process is killed while it runs the task is run again soon after, by a
@@ -88,11 +89,3 @@ describe("a bulk test update whose process is killed while running it", () => {
     }
   });
 });
-
-/** Statements of other sessions waiting on a lock. */
-async function waitingOnLock(session: pg.Client): Promise<number> {
-  const { rows } = await session.query<{ n: number }>(
-    "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and pid <> pg_backend_pid()",
-  );
-  return rows[0]!.n;
-}

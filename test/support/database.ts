@@ -29,3 +29,11 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
     await client.end();
   }
 }
+
+/** How many statements of other sessions on `session`'s database wait on a lock. */
+export async function waitingOnLock(session: pg.Client): Promise<number> {
+  const { rows } = await session.query<{ n: number }>(
+    "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and pid <> pg_backend_pid()",
+  );
+  return rows[0]!.n;
+}
