@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
-import { freePort } from "./support/wait.ts";
+import { freePort } from "../src/db/embedded.ts";
 
 /**
  * The usage counters in a Redis that this test owns, frozen (SIGSTOP) and then killed: a key

@@ -90,7 +90,8 @@ async function readOrCreateSecret(file: string): Promise<string> {
   return secret;
 }
 
-function freePort(): Promise<number> {
+/** A loopback port that was free a moment ago, for a server that cannot be handed a socket. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = net.createServer();
     probe.once("error", reject);

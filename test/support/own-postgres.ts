@@ -5,7 +5,7 @@ import { chmod, chown, mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { freePort } from "./wait.ts";
+import { freePort } from "../../src/db/embedded.ts";
 
 /**
  * A PostgreSQL cluster that one test owns, so that it may stop, freeze and kill it without

@@ -1,5 +1,3 @@
-import net from "node:net";
-
 /**
  * How long a test waits for the state it sets up (calls held, a buffer full) before it measures
  * anything: generous, as it bounds no behaviour under test, and a loaded machine is slow to get there.
@@ -21,17 +19,4 @@ export async function until(condition: () => Promise<boolean>, what: string, dea
     await sleep(everyMs);
   }
   throw new Error(`gave up after ${deadlineMs} ms waiting for ${what}`);
-}
-
-/** A loopback port that was free a moment ago, for a server that cannot be handed a socket. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }
