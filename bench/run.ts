@@ -1,5 +1,5 @@
 /**
- * Two sections, in one run (see docs/performance.md):
+ * Four sections, in one run (see docs/performance.md):
  *
  * 1. REST /v1 (the facade) against a direct Connect call, for the same operations. Warden runs in
  *    this process over a database of its own.
@@ -7,17 +7,22 @@
  *    process of its own (bench/gateway/).
  * 3. What guardrails and usage limits cost the gateway per request, each against the same gateway
  *    with the feature off (bench/gateway/costs.ts).
+ * 4. Rows in: data-stream's rows per second, against the same ingestion called in process (bench/ingest.ts).
+ * 5. What tracing costs the gateway: a key bound to an inference pipeline against one bound to
+ *    none, through the same gateway process (bench/gateway/traffic.ts; BENCH_ONLY=gateway-traffic).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
  * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
- * number of requests; BENCH_ONLY=rest, BENCH_ONLY=gateway or BENCH_ONLY=gateway-costs runs one section.
+ * number of requests; BENCH_ONLY=rest, BENCH_ONLY=gateway, BENCH_ONLY=gateway-costs or BENCH_ONLY=ingest runs one section.
  */
 import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
 import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";
 import { connectClient, restClient, type ConnectClient, type RestClient } from "./clients.ts";
 import { runGatewayCostsBench } from "./gateway/costs.ts";
 import { runGatewayBench } from "./gateway/run.ts";
+import { runGatewayTrafficBench } from "./gateway/traffic.ts";
+import { runIngestBench } from "./ingest.ts";
 import { burst, concurrentThroughput, latencyStats, sequentialLatencies, type Door } from "./measure.ts";
 import { machine, markdownReport, type OperationResult } from "./report.ts";
 import { startBenchServer } from "./server.ts";
@@ -26,7 +31,7 @@ const scale = Number(process.env.BENCH_SCALE ?? "1");
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
 const count = (n: number): number => Math.max(1, Math.round(n * scale));
 const only = process.env.BENCH_ONLY ?? "";
-const sections = ["rest", "gateway", "gateway-costs"];
+const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic"];
 if (only !== "" && !sections.includes(only)) throw new Error(`BENCH_ONLY must be one of ${sections.map((s) => `"${s}"`).join(", ")}, got "${only}"`);
 
 const seedProjects = 100;
@@ -213,6 +218,8 @@ async function main(): Promise<void> {
   if (runs("rest")) await restSection(report);
   if (runs("gateway")) report(await runGatewayBench({ scale, log }));
   if (runs("gateway-costs")) report(await runGatewayCostsBench({ scale, log }));
+  if (runs("ingest")) report(await runIngestBench({ scale, log }));
+  if (runs("gateway-traffic")) report(await runGatewayTrafficBench({ scale, log }));
 }
 
 await main();

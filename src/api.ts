@@ -1,7 +1,7 @@
-import { createRouterTransport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import type { SecretBox } from "./gateway/config/secrets.ts";
+import type pg from "pg";
+import { loadMasterKey, type SecretBox } from "./gateway/config/secrets.ts";
 import type { CounterStore } from "./gateway/limits/types.ts";
 import type { Config } from "./platform/config.ts";
 import {
@@ -15,8 +15,13 @@ import { undecodableInputGate } from "./platform/decode-errors.ts";
 import { createOpsHandler } from "./platform/ops.ts";
 import { listen, type Listener } from "./platform/server.ts";
 import { createRestFacade } from "./rest/facade.ts";
+import { inProcessCalls } from "./rest/in-process.ts";
 import { RouteTable } from "./rest/route-table.ts";
+import type { RowIngest } from "./pipelines/ingest.ts";
+import { RowMaintenance } from "./pipelines/rows/maintenance.ts";
+import type { RowStore } from "./pipelines/rows/row-store.ts";
 import { routes, services } from "./routes.ts";
+import { createStorage } from "./storage/storage.ts";
 import { TaskQueue } from "./tasks/queue.ts";
 import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
 import { ApiKeyAuthenticator } from "./workspaces/authenticator.ts";
@@ -33,17 +38,35 @@ export async function startApi(
   orm: MikroORM,
   databaseUrl: string,
   gateway: { secrets: SecretBox; consumption: Pick<CounterStore, "consumption"> },
+  rows: { pool: pg.Pool; store: RowStore; ingest: RowIngest },
 ): Promise<Api> {
   const tasks = new TaskQueue(databaseUrl, config.databaseDeadlines, orm, logger);
   tasks.register(bulkUpdateTaskType, runBulkUpdate);
   await tasks.start({ runWorkers: config.runWorkers });
+  const maintenance = config.runWorkers
+    ? new RowMaintenance({ orm, pool: rows.pool, store: rows.store, logger, intervalMs: config.ingest.maintenanceIntervalMs })
+    : undefined;
 
+  // Uploads (src/storage): the store that presigns and opens objects, and the handler of upload URLs.
+  // The master key is read again rather than taken from the SecretBox, which keeps it private.
+  const objectStorage = await createStorage(config.storage, {
+    dataDir: config.dataDir,
+    masterKey: await loadMasterKey(config.masterKey, config.dataDir),
+    logger,
+  });
+  const storage = objectStorage.objects;
   const routeFn = routes({
     publicUrl: config.publicUrl,
     tasks,
     secrets: gateway.secrets,
     consumption: gateway.consumption,
     defaultMaxInFlight: config.gatewayMaxInFlight,
+    objectStore: storage,
+    pipelineData: {
+      rows: rows.store,
+      ingest: rows.ingest,
+      files: { objects: storage, maxBytes: config.ingest.loadMaxBytes, maxRows: config.ingest.loadMaxRows },
+    },
   });
   const routerOptions = {
     interceptors: [
@@ -60,8 +83,9 @@ export async function startApi(
   };
   const rest = createRestFacade({
     routes: new RouteTable(services),
-    transport: createRouterTransport(routeFn, { router: routerOptions }),
+    call: inProcessCalls(routeFn, routerOptions.interceptors),
     maxBodyBytes: config.maxBodyBytes,
+    largeBodyBytes: config.ingest.maxBodyBytes,
     publicUrl: config.publicUrl,
     logger,
   });
@@ -71,7 +95,9 @@ export async function startApi(
     routes: routeFn,
     ...routerOptions,
     fallback: (req, res) => {
-      void ops(req, res).then((handled) => (handled ? undefined : rest(req, res)));
+      void ops(req, res)
+        .then((handled) => handled || objectStorage.uploads(req, res))
+        .then((handled) => (handled ? undefined : rest(req, res)));
     },
   });
   const listener: Listener = await listen(handler, {
@@ -85,6 +111,8 @@ export async function startApi(
     port: listener.port,
     async stop() {
       await listener.close();
+      await objectStorage.close();
+      await maintenance?.stop();
       await tasks.stop();
     },
   };

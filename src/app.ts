@@ -9,6 +9,9 @@ import { openCounterStore } from "./gateway/limits/counter-store.ts";
 import type { DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
+import { createPool } from "./db/pools.ts";
+import { RowIngest } from "./pipelines/ingest.ts";
+import { RowStore } from "./pipelines/rows/row-store.ts";
 import { pipelineEntities } from "./pipelines/entities.ts";
 import type { Config } from "./platform/config.ts";
 import type { Logger } from "./platform/logger.ts";
@@ -24,6 +27,8 @@ export interface App {
   /** Set when this process serves the model gateway. */
   gateway: Gateway | undefined;
   orm: MikroORM;
+  /** Rows in: data-stream and the gateway's traffic write through it. */
+  ingest: RowIngest;
   stop(): Promise<void>;
 }
 
@@ -78,6 +83,15 @@ export async function startApp(
   }
 
   const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
+  // Rows in, from data-stream, loads and the gateway's traffic, on a pool of their own.
+  const rowPool = createPool({
+    databaseUrl,
+    deadlines: config.databaseDeadlines,
+    max: 4,
+    onIdleError: (err) => logger.warn({ err }, "row store connection failed"),
+  });
+  const rows = { pool: rowPool, store: new RowStore(rowPool) };
+  const ingest = new RowIngest(orm, rows.store);
   const counters = await openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, deadlines: config.databaseDeadlines, leaseTtlMs: config.usageLeaseTtlMs, logger });
   // Each half is loaded only by a process that serves it, so that a gateway process stays small.
   const gateway = roles.gateway
@@ -98,20 +112,23 @@ export async function startApp(
         counters: counters.store,
         defaultMaxTokens: config.gatewayDefaultMaxTokens,
         guardrailLimits: config.guardrailLimits,
+        pipelineSink: (id, rowConfig, rows) => ingest.stream(id, rowConfig, rows),
       })
     : undefined;
   const api = roles.api
-    ? await (await import("./api.ts")).startApi(config, logger, orm, databaseUrl, { secrets, consumption: counters.store })
+    ? await (await import("./api.ts")).startApi(config, logger, orm, databaseUrl, { secrets, consumption: counters.store }, { ...rows, ingest })
     : undefined;
 
   return {
     apiPort: api?.port,
     gateway,
     orm,
+    ingest,
     async stop() {
       await api?.stop();
       await gateway?.stop();
       await counters.close();
+      await rowPool.end();
       await orm.close(true);
       await embedded?.stop();
     },

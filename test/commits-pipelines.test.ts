@@ -108,6 +108,7 @@ describe("inference pipelines", () => {
       links: { app: `${t.baseUrl}/projects/${projectId}/inference-pipelines/${id}` },
       project: null,
       workspace: null,
+      retentionDays: null,
     });
 
     const expanded = await call("GET", `/v1/inference-pipelines/${id}?expand=project,workspace`);

@@ -94,6 +94,7 @@ describe("keys, users, groups and access rules", () => {
       disabled: false,
       dateCreated: iso,
       dateUpdated: iso,
+      inferencePipelineId: null,
     });
     const listed = await call("GET", "/v1/gateway/keys");
     const items = (listed.body as { items: Record<string, unknown>[] }).items;

@@ -17,6 +17,8 @@ import { WorkerPool } from "./guardrails/worker-pool.ts";
 import { createLimitStep } from "./limits/limit-step.ts";
 import type { CounterStore } from "./limits/types.ts";
 import { RequestLog } from "./usage/request-log.ts";
+import { TrafficRows, type PipelineSink } from "./usage/traffic-rows.ts";
+import { standInTranscript } from "./guardrails/text.ts";
 
 export interface GatewayOptions {
   orm: MikroORM;
@@ -36,12 +38,19 @@ export interface GatewayOptions {
   counters: CounterStore;
   defaultMaxTokens: number;
   guardrailLimits: GuardrailLimits;
+  /**
+   * Stores rows of an inference pipeline (the row store's data-stream path), for the traffic of
+   * keys bound to one. Without it, such rows are dropped and counted.
+   */
+  pipelineSink?: PipelineSink;
 }
 
 export interface Gateway {
   port: number;
   watcher: ConfigWatcher;
   requestLog: RequestLog;
+  /** The traffic of keys bound to an inference pipeline, as its rows. */
+  pipelineRows: TrafficRows;
   detectors: DetectorLoader;
   stop(): Promise<void>;
 }
@@ -74,6 +83,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const upstreams = new UpstreamRegistry();
   const requestLog = new RequestLog({ databaseUrl: options.databaseUrl, deadlines: options.databaseDeadlines, logger, retentionDays: options.requestLogRetentionDays });
+  const pipelineRows = new TrafficRows({ sink: options.pipelineSink, logger, transcriptOfStandIn: standInTranscript });
   const handle = createGatewayHandler({
     watcher,
     upstreams,
@@ -81,6 +91,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     guardrails: createGuardrailStep({ loader: detectors, logger, maxTextBytes: options.guardrailLimits.maxTextBytes, pool: workers }),
     bodies: createRequestBodies({ workers, maxTextBytes: options.guardrailLimits.maxTextBytes }),
     requestLog,
+    traffic: pipelineRows,
     logger,
     maxBodyBytes: options.maxBodyBytes,
   });
@@ -108,6 +119,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     port,
     watcher,
     requestLog,
+    pipelineRows,
     detectors,
     async stop() {
       await new Promise<void>((resolve) => {
@@ -117,6 +129,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await upstreams.close();
       await workers.stop();
       await requestLog.close();
+      await pipelineRows.close();
       await watcher.stop();
     },
   };

@@ -17,6 +17,10 @@ export const InferencePipelineEntity = defineEntity({
     dateLastSampleReceived: p.datetime().nullable(),
     dateOfNextEvaluation: p.datetime().nullable(),
     totalRecordsCount: p.bigint("number").nullable(),
+    /** The config of the latest rows streamed or loaded, as given. */
+    dataConfig: p.json<Record<string, unknown>>().nullable(),
+    /** Rows older than this many days are deleted; null: the project's dataRetentionDays, or kept. */
+    retentionDays: p.integer().nullable(),
     dateCreated: p.datetime(),
     dateUpdated: p.datetime(),
   },

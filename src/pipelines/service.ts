@@ -10,19 +10,19 @@ import {
   type InferencePipelineSchema,
   type InferencePipelineService,
 } from "../../gen/warden/pipelines/v1/pipelines_pb.js";
-import { TaskType } from "../../gen/warden/projects/v1/projects_pb.js";
 import { emOf, principalOf } from "../platform/context.ts";
 import { enumName, enumValue } from "../platform/enums.ts";
-import { notFound } from "../platform/errors.ts";
+import { invalidArgument, notFound } from "../platform/errors.ts";
 import { pageOf, paged } from "../platform/pagination.ts";
 import { escapeLike } from "../platform/sql.ts";
 import type { Principal } from "../platform/principal.ts";
 import { baseUrlOf } from "../platform/urls.ts";
 import { fieldsToUpdate } from "../platform/update-mask.ts";
 import { optionalText, requireText, requireUuid } from "../platform/validate.ts";
-import { projectSummary, requireProject } from "../projects/queries.ts";
+import { requireProject } from "../projects/queries.ts";
+import { projectMessageById } from "../projects/service.ts";
 import { countResultsBy } from "../tests/queries.ts";
-import { workspaceSummary } from "../workspaces/queries.ts";
+import { workspaceMessageById } from "../workspaces/service.ts";
 import { InferencePipelineEntity, type InferencePipeline } from "./entities.ts";
 
 export interface PipelineServiceOptions {
@@ -64,6 +64,8 @@ export function createInferencePipelineService(options: PipelineServiceOptions):
         dateLastSampleReceived: null,
         dateOfNextEvaluation: null,
         totalRecordsCount: null,
+        dataConfig: null,
+        retentionDays: null,
         dateCreated: now,
         dateUpdated: now,
       });
@@ -82,11 +84,15 @@ export function createInferencePipelineService(options: PipelineServiceOptions):
     async updateInferencePipeline(req, ctx) {
       const em = emOf(ctx);
       const pipeline = await requirePipeline(em, principalOf(ctx), req.inferencePipelineId);
-      const fields = fieldsToUpdate(UpdateInferencePipelineRequestSchema, req, ["name", "description", "reference_dataset_uri"]);
+      const fields = fieldsToUpdate(UpdateInferencePipelineRequestSchema, req, ["name", "description", "reference_dataset_uri", "retention_days"]);
       if (fields.has("name")) pipeline.name = requireText("name", req.name, 255);
       if (fields.has("description")) pipeline.description = optionalText("description", req.description, 10_000) ?? null;
       if (fields.has("reference_dataset_uri")) {
         pipeline.referenceDatasetUri = optionalText("referenceDatasetUri", req.referenceDatasetUri, 1000) ?? null;
+      }
+      if (fields.has("retention_days")) {
+        if (req.retentionDays !== undefined && req.retentionDays < 1) throw invalidArgument("retentionDays must be at least 1");
+        pipeline.retentionDays = req.retentionDays ?? null;
       }
       pipeline.dateUpdated = new Date();
       await em.flush();
@@ -97,7 +103,12 @@ export function createInferencePipelineService(options: PipelineServiceOptions):
     async deleteInferencePipeline(req, ctx) {
       const em = emOf(ctx);
       const pipeline = await requirePipeline(em, principalOf(ctx), req.inferencePipelineId);
-      await em.nativeDelete(InferencePipelineEntity, { id: pipeline.id });
+      // Its rows go in the background, in batches (src/pipelines/rows/maintenance.ts): one delete
+      // of millions of rows would outlast the statement deadline.
+      await em.transactional(async (tx) => {
+        await tx.nativeDelete(InferencePipelineEntity, { id: pipeline.id });
+        await tx.execute("insert into inference_row_purge (pipeline_id) values (?) on conflict do nothing", [pipeline.id]);
+      });
       return {};
     },
   };
@@ -138,29 +149,10 @@ async function pipelineMessages(
       totalGoalCount: counts?.total ?? 0,
       totalRecordsCount: pipeline.totalRecordsCount == null ? undefined : BigInt(pipeline.totalRecordsCount),
       links: { app: `${baseUrl}/projects/${pipeline.projectId}/inference-pipelines/${pipeline.id}` },
+      retentionDays: pipeline.retentionDays ?? undefined,
     };
-    if (expand.includes(Expand.PROJECT)) {
-      const project = await projectSummary(em, pipeline.projectId);
-      if (project) {
-        message.project = {
-          ...project,
-          description: project.description ?? undefined,
-          taskType: enumValue(TaskType, project.taskType),
-          dateCreated: timestampFromDate(project.dateCreated),
-          dateUpdated: timestampFromDate(project.dateUpdated),
-        };
-      }
-    }
-    if (expand.includes(Expand.WORKSPACE)) {
-      const workspace = await workspaceSummary(em, pipeline.workspaceId);
-      if (workspace) {
-        message.workspace = {
-          ...workspace,
-          dateCreated: timestampFromDate(workspace.dateCreated),
-          dateUpdated: timestampFromDate(workspace.dateUpdated),
-        };
-      }
-    }
+    if (expand.includes(Expand.PROJECT)) message.project = await projectMessageById(em, pipeline.projectId, baseUrl);
+    if (expand.includes(Expand.WORKSPACE)) message.workspace = await workspaceMessageById(em, pipeline.workspaceId);
     messages.push(message);
   }
   return messages;

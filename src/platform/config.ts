@@ -3,6 +3,7 @@ import { defaultLeaseTtlMs } from "../gateway/limits/types.ts";
 import type { ConnectionTimeouts } from "./server.ts";
 import { defaultDatabaseDeadlines, defaultMigrationTimeoutMs, type DatabaseDeadlines } from "../db/deadlines.ts";
 import { defaultGuardrailLimits, MAX_TEXT_BYTES_RANGE, type GuardrailLimits } from "../gateway/guardrails/guardrail-limits.ts";
+import { defaultStorageSettings, MAX_OBJECT_BYTES_LIMIT, MAX_URL_TTL_SECONDS, type S3Settings, type StorageSettings } from "../storage/settings.ts";
 
 /** Everything Warden reads from its environment. Only the composition root builds one. */
 export interface Config {
@@ -48,6 +49,20 @@ export interface Config {
   databaseDeadlines: DatabaseDeadlines;
   /** Migrations run with this bound instead of the statement, lock and query timeouts. */
   databaseMigrationTimeoutMs: number;
+  /** Where uploads go (src/storage): Warden's own disk under dataDir, or an S3-compatible bucket. */
+  storage: StorageSettings;
+  /** Rows in (src/pipelines): caps of data-stream bodies and of loaded files, and retention's pace. */
+  ingest: IngestLimits;
+}
+
+export interface IngestLimits {
+  /** The body cap of data-stream over REST, which carries up to 1,000 rows. */
+  maxBodyBytes: number;
+  /** A file loaded by POST /inference-pipelines/{id}/data, in bytes and in rows. */
+  loadMaxBytes: number;
+  loadMaxRows: number;
+  /** How often retention and the purge of deleted pipelines' rows run. */
+  maintenanceIntervalMs: number;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -84,6 +99,8 @@ export function loadConfig(env: Env): Config {
       heartbeatIntervalMs: intVar(env, "WARDEN_DB_HEARTBEAT_INTERVAL_MS", defaultDatabaseDeadlines.heartbeatIntervalMs),
     },
     databaseMigrationTimeoutMs: intVar(env, "WARDEN_DB_MIGRATION_TIMEOUT_MS", defaultMigrationTimeoutMs),
+    storage: storageVar(env),
+    ingest: ingestVar(env),
   };
 }
 
@@ -135,6 +152,68 @@ function guardrailLimitsVar(env: Env): GuardrailLimits {
   }
   if (limits.workers < 1 || limits.timeoutMs < 1) throw new Error("WARDEN_GUARDRAIL_WORKERS and WARDEN_GUARDRAIL_TIMEOUT_MS must be at least 1");
   return limits;
+}
+
+function ingestVar(env: Env): IngestLimits {
+  const limits = {
+    maxBodyBytes: intVar(env, "WARDEN_INGEST_MAX_BODY_BYTES", 10 * 1024 * 1024),
+    loadMaxBytes: intVar(env, "WARDEN_DATA_LOAD_MAX_BYTES", 256 * 1024 * 1024),
+    loadMaxRows: intVar(env, "WARDEN_DATA_LOAD_MAX_ROWS", 1_000_000),
+    maintenanceIntervalMs: intVar(env, "WARDEN_ROW_MAINTENANCE_INTERVAL_MS", 600_000),
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    if (value < 1) throw new Error(`Ingestion limits must be at least 1, got ${name} = ${value}`);
+  }
+  return limits;
+}
+
+function storageVar(env: Env): StorageSettings {
+  const backend = env.WARDEN_STORAGE_BACKEND || "local";
+  if (backend !== "local" && backend !== "s3") throw new Error(`WARDEN_STORAGE_BACKEND must be local or s3, got "${backend}"`);
+  const urlTtlSeconds = intVar(env, "WARDEN_STORAGE_URL_TTL_SECONDS", defaultStorageSettings.urlTtlSeconds);
+  if (urlTtlSeconds < 1 || urlTtlSeconds > MAX_URL_TTL_SECONDS) {
+    throw new Error(`WARDEN_STORAGE_URL_TTL_SECONDS must be between 1 and ${MAX_URL_TTL_SECONDS}, got ${urlTtlSeconds}`);
+  }
+  const maxObjectBytes = intVar(env, "WARDEN_STORAGE_MAX_OBJECT_BYTES", defaultStorageSettings.maxObjectBytes);
+  if (maxObjectBytes < 1 || maxObjectBytes > MAX_OBJECT_BYTES_LIMIT) {
+    throw new Error(`WARDEN_STORAGE_MAX_OBJECT_BYTES must be between 1 and ${MAX_OBJECT_BYTES_LIMIT}, got ${maxObjectBytes}`);
+  }
+  return { backend, urlTtlSeconds, maxObjectBytes, s3: backend === "s3" ? s3Var(env) : undefined };
+}
+
+function s3Var(env: Env): S3Settings {
+  const bucket = env.WARDEN_S3_BUCKET;
+  if (!bucket) throw new Error("WARDEN_S3_BUCKET is required when WARDEN_STORAGE_BACKEND is s3");
+  const endpoint = env.WARDEN_S3_ENDPOINT || undefined;
+  const endpointUrl = endpoint ? URL.parse(endpoint) : undefined;
+  if (endpointUrl === null || (endpointUrl && endpointUrl.protocol !== "http:" && endpointUrl.protocol !== "https:")) {
+    throw new Error(`WARDEN_S3_ENDPOINT must be an http or https URL, got "${endpoint}"`);
+  }
+  const accessKeyId = env.WARDEN_S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.WARDEN_S3_SECRET_ACCESS_KEY || undefined;
+  if (!accessKeyId !== !secretAccessKey) {
+    throw new Error("WARDEN_S3_ACCESS_KEY_ID and WARDEN_S3_SECRET_ACCESS_KEY go together: set both, or neither for the AWS SDK's default chain");
+  }
+  const forcePathStyle = env.WARDEN_S3_FORCE_PATH_STYLE || "false";
+  if (forcePathStyle !== "true" && forcePathStyle !== "false") {
+    throw new Error(`WARDEN_S3_FORCE_PATH_STYLE must be true or false, got "${forcePathStyle}"`);
+  }
+  // A folder in the bucket: "warden" and "warden/" both put keys under "warden/".
+  const prefix = (env.WARDEN_S3_PREFIX || "").replace(/^\/+/, "");
+  if (prefix.length > 256 || !/^[A-Za-z0-9!_.*'()/-]*$/.test(prefix) || prefix.split("/").some((s) => s === "." || s === "..")) {
+    throw new Error(`WARDEN_S3_PREFIX must be at most 256 characters of A-Z a-z 0-9 ! _ . * ' ( ) / -, without . or .. segments, got "${prefix}"`);
+  }
+  const timeoutMs = intVar(env, "WARDEN_S3_TIMEOUT_MS", defaultStorageSettings.s3TimeoutMs);
+  if (timeoutMs < 1) throw new Error(`WARDEN_S3_TIMEOUT_MS must be at least 1, got ${timeoutMs}`);
+  return {
+    bucket,
+    region: env.WARDEN_S3_REGION || defaultStorageSettings.s3Region,
+    endpoint,
+    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+    forcePathStyle: forcePathStyle === "true",
+    prefix: prefix === "" || prefix.endsWith("/") ? prefix : prefix + "/",
+    timeoutMs,
+  };
 }
 
 function intVar(env: Env, name: string, fallback: number): number {

@@ -47,3 +47,10 @@ export async function projectSummary(em: EntityManager, projectId: string): Prom
     fields: ["id", "workspaceId", "name", "description", "taskType", "dateCreated", "dateUpdated"],
   });
 }
+
+/** Each project's dataRetentionDays, where set: the default retention of its pipelines' rows. */
+export async function projectRetentionDays(em: EntityManager, projectIds: readonly string[]): Promise<Map<string, number>> {
+  if (projectIds.length === 0) return new Map();
+  const projects = await em.find(ProjectEntity, { id: { $in: [...projectIds] }, dataRetentionDays: { $ne: null } }, { fields: ["id", "dataRetentionDays"] });
+  return new Map(projects.map((project) => [project.id, project.dataRetentionDays as number]));
+}

@@ -126,6 +126,12 @@ function modelTypesOf(list: ListValue): string[] {
   });
 }
 
+/** A project as the contract shapes it, by ID: for other contexts that expand one (pipelines). */
+export async function projectMessageById(em: EntityManager, projectId: string, baseUrl: string): Promise<MessageInitShape<typeof ProjectSchema> | undefined> {
+  const project = await em.findOne(ProjectEntity, { id: projectId });
+  return project ? (await projectMessages(em, [project], baseUrl))[0] : undefined;
+}
+
 async function projectMessages(em: EntityManager, projects: Project[], baseUrl: string): Promise<MessageInitShape<typeof ProjectSchema>[]> {
   const ids = projects.map((p) => p.id);
   const [versions, pipelines, tests] = await Promise.all([

@@ -1,5 +1,5 @@
 import type { DescField, DescMessage, JsonObject, JsonValue, MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { BodyTooLarge, readBody, respond, respondJson, type NodeServerRequest, type NodeServerResponse } from "../platform/http.ts";
 import { asConnectError, codeName, httpStatusOf, invalidArgument, retryIsFutile } from "../platform/errors.ts";
 import type { Logger } from "../platform/logger.ts";
@@ -11,13 +11,16 @@ import {
   queryValueToProtoJson,
   restBodyToProtoJson,
 } from "./codec.ts";
+import type { UnaryCall } from "./in-process.ts";
 import type { Route, RouteTable } from "./route-table.ts";
 
 export interface RestFacadeOptions {
   routes: RouteTable;
   /** Reaches the RPCs in process, through the same interceptors as the network doors. */
-  transport: Transport;
+  call: UnaryCall;
   maxBodyBytes: number;
+  /** The cap of routes marked `large_body` (data-stream), which carry up to 1,000 rows. */
+  largeBodyBytes: number;
   publicUrl: string | undefined;
   logger: Logger;
 }
@@ -30,13 +33,14 @@ const forwardedHeaders = ["authorization", "x-api-key", "x-forwarded-host", "x-f
  * message, calls the RPC, and renders its answer or its error in the contract's JSON.
  */
 export function createRestFacade(options: RestFacadeOptions) {
-  const { routes, transport, maxBodyBytes, publicUrl, logger } = options;
+  const { routes, call, publicUrl, logger } = options;
 
   return async function handleRest(req: NodeServerRequest, res: NodeServerResponse): Promise<void> {
     // An absolute-form target ("GET http://[::1/v1 HTTP/1.1") reaches us as is, and may not parse.
     const parsed = URL.parse(req.url ?? "/", "http://placeholder");
     const url = parsed ?? new URL("http://placeholder/");
     const method = (req.method ?? "GET").toUpperCase();
+    let maxBodyBytes = options.maxBodyBytes;
     try {
       if (!parsed) throw invalidArgument("The request target is not a valid URL");
       // HEAD is answered as GET; Node leaves the body out.
@@ -51,6 +55,7 @@ export function createRestFacade(options: RestFacadeOptions) {
         return;
       }
       const { route, params } = match;
+      if (route.rule.largeBody) maxBodyBytes = options.largeBodyBytes;
       const input = await requestMessage(route, params, url.searchParams, req, maxBodyBytes);
       const header = new Headers();
       for (const name of forwardedHeaders) {
@@ -65,8 +70,8 @@ export function createRestFacade(options: RestFacadeOptions) {
       header.delete("x-forwarded-host");
       if (host) header.set("x-forwarded-host", host);
       header.set("x-forwarded-proto", forwardedProto(header.get("x-forwarded-proto")) ?? "http");
-      const response = await transport.unary(route.rpc, undefined, undefined, header, input);
-      sendResult(route, response.message, res, header, url);
+      const output = await call(route.rpc, header, input);
+      sendResult(route, output, res, header, url);
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         res.setHeader("connection", "close");
@@ -123,14 +128,22 @@ async function requestMessage(
     json = restBodyToProtoJson(schema, body, { rejectUnknownFields: route.rule.rejectUnknownFields, notInBody });
     if (updateMask) {
       // AIP-134: the keys present in the body, null included, are the fields to change.
-      const present = schema.fields.filter((f) => f.jsonName in body && !notInBody.has(f));
+      const present = schema.fields.filter((f) => (f.jsonName in body || fieldRules(f)?.jsonAliases.some((alias) => alias in body)) && !notInBody.has(f));
       json[updateMask.jsonName] = present.map((f) => f.jsonName).join(",");
     }
   } else {
-    await readBody(req, maxBodyBytes);
+    // A named body field (google.api.http's `body: "field"`) takes the JSON body; the query binds
+    // the other fields, as it does for routes without a body.
+    const bodyField = route.bodyField;
+    if (bodyField) {
+      const body = await readJsonBody(req, maxBodyBytes);
+      json[bodyField.jsonName] = restBodyToProtoJson(bodyField.message, body, { rejectUnknownFields: route.rule.rejectUnknownFields });
+    } else {
+      await readBody(req, maxBodyBytes);
+    }
     for (const name of new Set(query.keys())) {
       const field = schema.fields.find((f) => f.jsonName === name || fieldRules(f)?.queryAliases.includes(name));
-      if (!field || params.has(field)) continue;
+      if (!field || params.has(field) || field === bodyField) continue;
       json[field.jsonName] = queryValueToProtoJson(field, query.getAll(name).join(","), name);
     }
   }
@@ -158,7 +171,7 @@ async function readJsonBody(req: NodeServerRequest, maxBodyBytes: number): Promi
 }
 
 /** The contract's error body. `status` overrides the code's status where HTTP has a finer one. */
-function sendError(res: NodeServerResponse, error: ConnectError, status = httpStatusOf(error.code)): void {
+export function sendError(res: NodeServerResponse, error: ConnectError, status = httpStatusOf(error.code)): void {
   if (retryIsFutile(error.code)) res.setHeader("x-should-retry", "false");
   respondJson(res, status, { error: error.rawMessage, message: error.rawMessage, code: codeName(error.code) });
 }

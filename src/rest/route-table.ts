@@ -10,6 +10,8 @@ export interface Route {
   rpc: DescMethod & { methodKind: "unary" };
   rule: HttpRule;
   segments: Segment[];
+  /** The request field that takes the JSON body when the rule names one (`body: "field"`). */
+  bodyField: (DescField & { fieldKind: "message" }) | undefined;
   /** The response field rendered as the body (`response_body`), if any. */
   responseField: DescField | undefined;
   /** The response field rendered as the x-next header, if the route lists. */
@@ -56,6 +58,12 @@ function compile(rpc: DescMethod): Route[] {
     if (!field) throw new Error(`${rpc.name}: path parameter {${param}} is not a field of ${rpc.input.typeName}`);
     return { param: field };
   });
+  let bodyField: Route["bodyField"];
+  if (rule.body && rule.body !== "*") {
+    const field = rpc.input.fields.find((f) => f.name === rule.body);
+    if (!field || field.fieldKind !== "message") throw new Error(`${rpc.name}: body "${rule.body}" is not a message field`);
+    bodyField = field;
+  }
   let responseField: DescField | undefined;
   if (rule.responseBody) {
     responseField = rpc.output.fields.find((f) => f.name === rule.responseBody);
@@ -64,7 +72,7 @@ function compile(rpc: DescMethod): Route[] {
     }
   }
   const nextPageField = rpc.output.fields.find((f) => fieldRules(f)?.nextPage);
-  return [{ httpMethod: verb.toUpperCase(), template, rpc: rpc as Route["rpc"], rule, segments, responseField, nextPageField }];
+  return [{ httpMethod: verb.toUpperCase(), template, rpc: rpc as Route["rpc"], rule, segments, bodyField, responseField, nextPageField }];
 }
 
 function matchSegments(segments: Segment[], parts: string[]): Map<DescField, string> | undefined {

@@ -3,18 +3,6 @@ import { WorkspaceEntity } from "./entities.ts";
 
 /** What other contexts may ask of workspaces. */
 
-export interface WorkspaceSummary {
-  id: string;
-  name: string;
-  slug: string;
-  dateCreated: Date;
-  dateUpdated: Date;
-}
-
-export function workspaceSummary(em: EntityManager, workspaceId: string): Promise<WorkspaceSummary | null> {
-  return em.findOne(WorkspaceEntity, { id: workspaceId }, { fields: ["id", "name", "slug", "dateCreated", "dateUpdated"] });
-}
-
 /**
  * Whether this is the workspace the first start created (the oldest), whose admins operate the
  * instance: settings shared by every workspace, such as the gateway's in-flight cap, are theirs

@@ -151,6 +151,12 @@ async function ownWorkspace(em: EntityManager, principal: Principal, workspaceId
   return workspace;
 }
 
+/** A workspace as the contract shapes it, by ID: for other contexts that expand one (pipelines). */
+export async function workspaceMessageById(em: EntityManager, workspaceId: string): Promise<MessageInitShape<typeof WorkspaceSchema> | undefined> {
+  const workspace = await em.findOne(WorkspaceEntity, { id: workspaceId });
+  return workspace ? workspaceMessage(em, workspace) : undefined;
+}
+
 async function workspaceMessage(em: EntityManager, workspace: Workspace): Promise<MessageInitShape<typeof WorkspaceSchema>> {
   const [inviteCount, memberCount, projectCount] = await Promise.all([
     em.count(InviteEntity, { workspaceId: workspace.id, status: enumName(InviteStatus, InviteStatus.PENDING) }),

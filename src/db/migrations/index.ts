@@ -6,6 +6,8 @@ import { Migration20261121030000 } from "./Migration20261121030000.ts";
 import { Migration20261121040000 } from "./Migration20261121040000.ts";
 import { Migration20261124010000 } from "./Migration20261124010000.ts";
 import { Migration20261124020000 } from "./Migration20261124020000.ts";
+import { Migration20261124030000 } from "./Migration20261124030000.ts";
+import { Migration20261124040000 } from "./Migration20261124040000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
 export const migrations: MigrationObject[] = [
@@ -16,4 +18,6 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261121040000", class: Migration20261121040000 },
   { name: "Migration20261124010000", class: Migration20261124010000 },
   { name: "Migration20261124020000", class: Migration20261124020000 },
+  { name: "Migration20261124030000", class: Migration20261124030000 },
+  { name: "Migration20261124040000", class: Migration20261124040000 },
 ];

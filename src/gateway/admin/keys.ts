@@ -12,6 +12,7 @@ import { emOf, principalOf } from "../../platform/context.ts";
 import { alreadyExists, invalidArgument, notFound } from "../../platform/errors.ts";
 import { fieldsToUpdate } from "../../platform/update-mask.ts";
 import { optionalText, requireEmail, requireText, requireUuid } from "../../platform/validate.ts";
+import { requireLlmPipeline } from "../../pipelines/queries.ts";
 import { hashKey } from "../../workspaces/keys.ts";
 import { AccessRuleEntity, GatewayGroupEntity, GatewayKeyEntity, GatewayUserEntity, type GatewayKeyRow } from "../config/entities.ts";
 import { displayPrefix, generateGatewayKey } from "../keys.ts";
@@ -40,6 +41,7 @@ export function keyRpcs(): KeyRpcs {
         userId: req.userId === undefined ? null : await ownUserId(em, workspaceId, req.userId),
         groupIds: await ownGroupIds(em, workspaceId, req.groupIds),
         disabled: false,
+        inferencePipelineId: req.inferencePipelineId === undefined ? null : await trafficPipeline(em, workspaceId, req.inferencePipelineId),
         dateCreated: now,
         dateUpdated: now,
       });
@@ -62,11 +64,14 @@ export function keyRpcs(): KeyRpcs {
       const id = requireUuid("gatewayKeyId", req.gatewayKeyId);
       const key = await em.findOne(GatewayKeyEntity, { id, workspaceId });
       if (!key) throw notFound("Gateway key not found");
-      const fields = fieldsToUpdate(UpdateGatewayKeyRequestSchema, req, ["name", "user_id", "group_ids", "disabled"]);
+      const fields = fieldsToUpdate(UpdateGatewayKeyRequestSchema, req, ["name", "user_id", "group_ids", "disabled", "inference_pipeline_id"]);
       if (fields.has("name")) key.name = optionalText("name", req.name, 255) ?? null;
       if (fields.has("user_id")) key.userId = req.userId === undefined ? null : await ownUserId(em, workspaceId, req.userId);
       if (fields.has("group_ids")) key.groupIds = await ownGroupIds(em, workspaceId, req.groupIds);
       if (fields.has("disabled")) key.disabled = req.disabled ?? false;
+      if (fields.has("inference_pipeline_id")) {
+        key.inferencePipelineId = req.inferencePipelineId === undefined ? null : await trafficPipeline(em, workspaceId, req.inferencePipelineId);
+      }
       key.dateUpdated = new Date();
       await em.flush();
       return { gatewayKey: gatewayKeyMessage(key) };
@@ -151,6 +156,11 @@ async function ownGroupIds(em: EntityManager, workspaceId: string, groupIds: str
   return ids;
 }
 
+/** A pipeline that traffic may be written to: of this workspace, of an llm-base project. */
+export function trafficPipeline(em: EntityManager, workspaceId: string, pipelineId: string): Promise<string> {
+  return requireLlmPipeline(em, workspaceId, pipelineId, "inferencePipelineId");
+}
+
 function gatewayKeyMessage(row: GatewayKeyRow): MessageInitShape<typeof GatewayKeySchema> {
   return {
     id: row.id,
@@ -159,6 +169,7 @@ function gatewayKeyMessage(row: GatewayKeyRow): MessageInitShape<typeof GatewayK
     userId: row.userId ?? undefined,
     groupIds: row.groupIds,
     disabled: row.disabled,
+    inferencePipelineId: row.inferencePipelineId ?? undefined,
     dateCreated: timestampFromDate(row.dateCreated),
     dateUpdated: timestampFromDate(row.dateUpdated),
   };

@@ -8,6 +8,7 @@ import { providerRpcs } from "./providers.ts";
 import { routingRuleRpcs } from "./routing-rules.ts";
 import { settingsRpcs } from "./settings.ts";
 import { usageLimitRpcs } from "./usage-limits.ts";
+import { workspaceSettingsRpcs } from "./workspace-settings.ts";
 
 export interface GatewayAdminOptions {
   secrets: SecretBox;
@@ -25,5 +26,6 @@ export function createGatewayAdminService(options: GatewayAdminOptions): Service
     ...guardrailRpcs(),
     ...usageLimitRpcs(),
     ...settingsRpcs(options),
+    ...workspaceSettingsRpcs(),
   };
 }

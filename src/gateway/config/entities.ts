@@ -76,6 +76,8 @@ export const GatewayKeyEntity = defineEntity({
     userId: p.uuid().nullable(),
     groupIds: p.array(),
     disabled: p.boolean(),
+    /** The inference pipeline its traffic is written to; null: the workspace's, if any. */
+    inferencePipelineId: p.uuid().nullable(),
     dateCreated: p.datetime(),
     dateUpdated: p.datetime(),
   },
@@ -106,6 +108,19 @@ export const GatewaySettingsEntity = defineEntity({
     dateUpdated: p.datetime(),
   },
 });
+
+/** Per-workspace gateway settings: one row for a workspace that has set any. */
+export const GatewayWorkspaceSettingsEntity = defineEntity({
+  name: "GatewayWorkspaceSettings",
+  tableName: "gateway_workspace_settings",
+  properties: {
+    workspaceId: p.uuid().primary(),
+    /** The inference pipeline that the traffic of the workspace's keys goes to when a key names none. */
+    inferencePipelineId: p.uuid().nullable(),
+    dateUpdated: p.datetime(),
+  },
+});
+export type GatewayWorkspaceSettingsRow = InferEntity<typeof GatewayWorkspaceSettingsEntity>;
 
 export const GuardrailEntity = defineEntity({
   name: "GatewayGuardrail",
@@ -156,4 +171,5 @@ export const gatewayEntities = [
   GatewayKeyEntity,
   AccessRuleEntity,
   GatewaySettingsEntity,
+  GatewayWorkspaceSettingsEntity,
 ];

@@ -4,6 +4,7 @@ import {
   AccessRuleEntity,
   GatewayKeyEntity,
   GatewaySettingsEntity,
+  GatewayWorkspaceSettingsEntity,
   GuardrailEntity,
   ProviderEntity,
   RoutingRuleEntity,
@@ -51,7 +52,7 @@ export interface SnapshotSources {
 /** Reads the whole gateway configuration, for every workspace, into one immutable snapshot. */
 export async function loadSnapshot(sources: SnapshotSources, version: number): Promise<GatewaySnapshot> {
   const em = sources.orm.em.fork();
-  const [providers, rules, keys, accessRules, settings, guardrails, usageLimits] = await Promise.all([
+  const [providers, rules, keys, accessRules, settings, guardrails, usageLimits, workspaceSettings] = await Promise.all([
     em.find(ProviderEntity, {}),
     em.find(RoutingRuleEntity, {}, { orderBy: [{ priority: "asc" }, { dateCreated: "asc" }, { id: "asc" }] }),
     em.find(GatewayKeyEntity, {}),
@@ -59,6 +60,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     em.findOne(GatewaySettingsEntity, { id: 1 }),
     em.find(GuardrailEntity, { enabled: true }),
     em.find(UsageLimitEntity, {}),
+    em.find(GatewayWorkspaceSettingsEntity, { inferencePipelineId: { $ne: null } }),
   ]);
 
   const workspaces = new Map<string, WorkspaceConfig>();
@@ -140,6 +142,8 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     }
   }
 
+  // A key that names no pipeline writes to its workspace's, if that names one.
+  const defaultPipelines = new Map(workspaceSettings.map((row) => [row.workspaceId, row.inferencePipelineId ?? null]));
   const keysByHash = new Map<string, GatewayKey>();
   for (const row of keys) {
     keysByHash.set(row.keyHash, {
@@ -150,6 +154,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
       groupIds: row.groupIds,
       disabled: row.disabled,
       allowedModels: keyAllowLists.get(row.id) ?? null,
+      inferencePipelineId: row.inferencePipelineId ?? defaultPipelines.get(row.workspaceId) ?? null,
     });
   }
 

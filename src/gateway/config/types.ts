@@ -56,6 +56,11 @@ export interface GatewayKey {
   disabled: boolean;
   /** The key's own allow list; null when it has none. */
   allowedModels: string[] | null;
+  /**
+   * The inference pipeline this key's traffic is written to: the key's own, else its workspace's;
+   * null (or absent) when neither names one: the request path then captures nothing.
+   */
+  inferencePipelineId?: string | null;
 }
 
 export type GuardrailKind = "pii" | "prompt_injection" | "content_safety";

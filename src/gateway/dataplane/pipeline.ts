@@ -39,8 +39,10 @@ import {
 } from "./errors.ts";
 import { modelList } from "./models.ts";
 import { StreamMeter } from "../usage/stream-meter.ts";
-import { usageOfBody, type TokenUsage } from "../usage/provider-usage.ts";
+import { parseAnswer, usageOfAnswer, usageOfBody, type TokenUsage } from "../usage/provider-usage.ts";
 import type { RequestLog } from "../usage/request-log.ts";
+import type { TrafficCapture, TrafficRows } from "../usage/traffic-rows.ts";
+import { MAX_ROW_TEXT_CHARS } from "../usage/transcript.ts";
 import type { UpstreamRegistry } from "./upstreams.ts";
 
 export interface PipelineDeps {
@@ -51,6 +53,8 @@ export interface PipelineDeps {
   /** Reads request bodies, large ones off the event loop. Default: all on the event loop. */
   bodies?: RequestBodies;
   requestLog: Pick<RequestLog, "record">;
+  /** Rows of inference pipelines, for keys bound to one. */
+  traffic?: Pick<TrafficRows, "record">;
   logger: Logger;
   maxBodyBytes: number;
 }
@@ -71,6 +75,11 @@ interface Trace {
   usage?: TokenUsage;
   tokensEstimated?: boolean;
   guardrailVerdict?: string;
+  /**
+   * Set only when the key's traffic goes to an inference pipeline (a key without one pays for
+   * nothing here): what the request path has anyway, for the row made later.
+   */
+  capture?: { pipelineId: string; body?: Record<string, unknown>; output?: TrafficCapture["output"] };
 }
 
 /**
@@ -125,6 +134,27 @@ export function createGatewayHandler(deps: PipelineDeps) {
           tokensEstimated: trace.tokensEstimated ?? false,
           guardrailVerdict: trace.guardrailVerdict ?? null,
         });
+        if (trace.capture && trace.key && deps.traffic) {
+          deps.traffic.record({
+            pipelineId: trace.capture.pipelineId,
+            requestId: trace.requestId,
+            sessionId: headerValue(req, "x-session-id") ?? null,
+            time,
+            endpoint: trace.endpoint,
+            keyId: trace.key.id,
+            userId: trace.key.userId,
+            model: trace.model ?? null,
+            provider: trace.provider ?? null,
+            status: res.statusCode,
+            errorType: trace.errorType ?? null,
+            latencyMs,
+            ttfbMs: trace.ttfbMs ?? null,
+            usage: trace.usage,
+            guardrailVerdict: trace.guardrailVerdict ?? null,
+            body: trace.capture.body,
+            output: trace.capture.output,
+          });
+        }
       });
   };
 
@@ -146,6 +176,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       // The spec's order starts with the key; the cap follows at once, before any work.
       const key = await authenticate(req, snapshot);
       trace.key = key;
+      if (key.inferencePipelineId && endpoint.kind === "call") trace.capture = { pipelineId: key.inferencePipelineId };
       if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
       const config = snapshot.workspaces.get(key.workspaceId);
       if (endpoint.kind === "models") {
@@ -179,7 +210,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
       throw err instanceof BodyTooLarge ? bodyTooLarge(deps.maxBodyBytes) : err;
     });
     // A large body is parsed in a worker, and comes back as `raw`.
-    const { body, raw } = await bodies.parse(received, endpoint.endpoint);
+    const { body, raw } = await bodies.parse(received, endpoint.endpoint, trace.capture !== undefined);
+    if (trace.capture) trace.capture.body = body;
     if (endpoint.endpoint === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
     if (!body) throw bodyNotJsonObject();
     const model = body.model;
@@ -230,7 +262,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           trace.ttfbMs ??= Math.round(performance.now() - started);
         };
         if (body.stream === true && contentType(response).includes("text/event-stream")) {
-          const meter = new StreamMeter(raw.length);
+          const meter = new StreamMeter(raw.length, trace.capture ? MAX_ROW_TEXT_CHARS : 0);
           const finish = () => settle(meter.usage);
           try {
             await passStream(res, response, endpoint, meter, firstByte, finish);
@@ -238,6 +270,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
             // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
             trace.usage = meter.usage;
             trace.tokensEstimated = meter.estimated;
+            if (trace.capture) trace.capture.output = meter.text;
             await finish();
             if (meter.estimated) trace.log.warn({ usage: meter.usage }, "stream ended before the provider reported usage: counting an estimate");
           }
@@ -248,13 +281,17 @@ export function createGatewayHandler(deps: PipelineDeps) {
         release();
         // Generated, so counted, even if the output guardrail blocks it next. Settling runs while
         // the output is checked, and is done before the answer is written.
-        trace.usage = usageOfBody(output);
+        // A row's output text comes from the same parse as the usage.
+        const answer = trace.capture ? parseAnswer(output) : undefined;
+        trace.usage = trace.capture ? usageOfAnswer(answer) : usageOfBody(output);
         const settled = settle(trace.usage);
         if (endpoint.guardrails) {
           const verdict = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output });
           if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
         }
         await settled;
+        // What the caller is given (not an answer the output guardrails blocked), as text for the row.
+        if (trace.capture && (endpoint.endpoint === "messages" || endpoint.endpoint === "responses")) trace.capture.output = { answer };
         firstByte();
         res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
         res.end(output);

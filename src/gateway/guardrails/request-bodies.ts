@@ -17,8 +17,10 @@ export interface RequestBodies {
    * body is moved to a worker, parsed there and moved back (`raw` is then a new Buffer over the
    * same memory, and the one passed in is empty); its object is a stand-in (text.ts `standIn`):
    * the top-level fields the gateway reads, and the caller text, which text.ts returns for it.
+   * With `transcript` (a key whose traffic goes to a pipeline), a large body's stand-in also
+   * carries what the pipeline row keeps of it (text.ts `standInTranscript`).
    */
-  parse(raw: Buffer, endpoint: UpstreamEndpoint): Promise<{ body: Record<string, unknown> | undefined; raw: Buffer }>;
+  parse(raw: Buffer, endpoint: UpstreamEndpoint, transcript?: boolean): Promise<{ body: Record<string, unknown> | undefined; raw: Buffer }>;
   /** The body to send upstream under another model name. */
   withModel(raw: Buffer, body: Record<string, unknown>, model: string): Promise<Buffer>;
 }
@@ -33,12 +35,12 @@ export interface RequestBodiesOptions {
 export function createRequestBodies(options?: RequestBodiesOptions): RequestBodies {
   const offThread = (raw: Buffer) => (options && raw.length > PARSE_INLINE_BYTES ? options : undefined);
   return {
-    async parse(raw, endpoint) {
+    async parse(raw, endpoint, transcript = false) {
       const off = offThread(raw);
       if (!off) return { body: parseObject(raw), raw };
       // Moved, not copied, when the Buffer is the whole of its memory (as a large one read whole is).
       const movable = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length && raw.buffer instanceof ArrayBuffer;
-      const job = { kind: "parse", raw, endpoint, maxTextBytes: off.maxTextBytes } as const;
+      const job = { kind: "parse", raw, endpoint, maxTextBytes: off.maxTextBytes, transcript } as const;
       const { summary, raw: back } = await inWorker(() => off.workers.run(job, movable ? [raw.buffer as ArrayBuffer] : []));
       return { body: summary ? standIn(summary) : undefined, raw: Buffer.from(back.buffer, back.byteOffset, back.byteLength) };
     },

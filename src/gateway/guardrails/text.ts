@@ -4,6 +4,8 @@
  * response that is not streamed. Images, audio and files are not text, and are left out.
  */
 
+import { transcriptOf, type Transcript } from "../usage/transcript.ts";
+
 type Json = unknown;
 
 const isRecord = (value: Json): value is Record<string, Json> => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -69,6 +71,11 @@ export function outputText(body: Buffer): string[] {
   } catch {
     return [];
   }
+  return outputTextOf(parsed);
+}
+
+/** The text of an answer already parsed. */
+export function outputTextOf(parsed: Json): string[] {
   if (!isRecord(parsed)) return [];
   const parts: string[] = [];
   collectBlocks(parsed.content, parts);
@@ -119,9 +126,12 @@ export interface ExtractedText {
 export interface BodySummary {
   fields: Record<string, Json>;
   text: ExtractedText;
+  /** For a key whose traffic goes to an inference pipeline: what its row keeps (capped). */
+  transcript?: Transcript;
 }
 
 const EXTRACTED = Symbol("caller text extracted by a worker");
+const TRANSCRIPT = Symbol("pipeline row transcript made by a worker");
 
 /** The fields of each endpoint that carry caller text; the summary's `text` stands for them. */
 const textFields: Record<"messages" | "responses" | "images" | "embeddings", readonly string[]> = {
@@ -137,7 +147,7 @@ const textFields: Record<"messages" | "responses" | "images" | "embeddings", rea
  * and the caller-text fields left out; and the caller text. Embeddings keep `input` as their texts
  * joined, which usage limits count.
  */
-export function summarize(body: Record<string, Json>, endpoint: keyof typeof textFields, maxTextBytes: number): BodySummary {
+export function summarize(body: Record<string, Json>, endpoint: keyof typeof textFields, maxTextBytes: number, withTranscript = false): BodySummary {
   const parts =
     endpoint === "messages"
       ? messagesInputText(body)
@@ -154,12 +164,20 @@ export function summarize(body: Record<string, Json>, endpoint: keyof typeof tex
   }
   const all = parts.join("");
   if (endpoint === "embeddings") fields.input = all;
-  return { fields, text: { all, capped: joinCapped(parts, maxTextBytes) } };
+  const summary: BodySummary = { fields, text: { all, capped: joinCapped(parts, maxTextBytes) } };
+  if (withTranscript) summary.transcript = transcriptOf(body, endpoint);
+  return summary;
 }
 
 /** The body the event loop works with for a summary: its fields, carrying the caller text. */
 export function standIn(summary: BodySummary): Record<string, Json> {
-  return Object.defineProperty({ ...summary.fields }, EXTRACTED, { value: summary.text, enumerable: false });
+  const body = Object.defineProperty({ ...summary.fields }, EXTRACTED, { value: summary.text, enumerable: false });
+  return summary.transcript ? Object.defineProperty(body, TRANSCRIPT, { value: summary.transcript, enumerable: false }) : body;
+}
+
+/** The transcript a worker made of a large body, or undefined (a body parsed on the event loop). */
+export function standInTranscript(body: Record<string, Json>): Transcript | undefined {
+  return (body as { [TRANSCRIPT]?: Transcript })[TRANSCRIPT];
 }
 
 /** The caller text of a stand-in body, or undefined for a body parsed on the event loop. */

@@ -16,7 +16,7 @@ import { summarize, type BodySummary } from "./text.ts";
 export type WorkerJob =
   | { kind: "check"; check: DetectorCheck; text: string }
   /** The body's summary, or null when it is not a JSON object; and the body, handed back. */
-  | { kind: "parse"; raw: Uint8Array; endpoint: "messages" | "responses" | "images" | "embeddings"; maxTextBytes: number }
+  | { kind: "parse"; raw: Uint8Array; endpoint: "messages" | "responses" | "images" | "embeddings"; maxTextBytes: number; transcript: boolean }
   /** The body with `model` set to another name. */
   | { kind: "rewrite"; raw: Uint8Array; model: string };
 
@@ -46,7 +46,7 @@ parentPort?.on("message", ({ id, job }: { id: number; job: WorkerJob }) => {
         return;
       case "parse": {
         const body = parseBytes(job.raw);
-        const value = { summary: body ? summarize(body, job.endpoint, job.maxTextBytes) : null, raw: job.raw };
+        const value = { summary: body ? summarize(body, job.endpoint, job.maxTextBytes, job.transcript) : null, raw: job.raw };
         // The body came over without a copy, and goes back the same way: the gateway sends it on.
         parentPort?.postMessage({ id, value } satisfies WorkerAnswer, job.raw.buffer instanceof ArrayBuffer ? [job.raw.buffer] : []);
         return;

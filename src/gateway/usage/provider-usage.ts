@@ -37,12 +37,21 @@ export function usageFrom(usage: Json): TokenUsage | undefined {
 
 /** The usage in a non-streamed answer body. */
 export function usageOfBody(body: Buffer): TokenUsage | undefined {
+  return usageOfAnswer(parseAnswer(body));
+}
+
+/** A non-streamed answer body as JSON; undefined when it is not JSON. */
+export function parseAnswer(body: Buffer): Json {
   try {
-    const parsed: Json = JSON.parse(body.toString("utf8"));
-    return isRecord(parsed) ? usageFrom(parsed.usage) : undefined;
+    return JSON.parse(body.toString("utf8"));
   } catch {
     return undefined;
   }
+}
+
+/** The usage in a parsed answer (parseAnswer). */
+export function usageOfAnswer(parsed: Json): TokenUsage | undefined {
+  return isRecord(parsed) ? usageFrom(parsed.usage) : undefined;
 }
 
 /**

@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { DatabaseDeadlines } from "../../db/deadlines.ts";
 import { createPool } from "../../db/pools.ts";
 import type { Logger } from "../../platform/logger.ts";
+import { BatchWriter, isDataError } from "./batch-writer.ts";
 
 export interface RequestLogEntry {
   requestId: string;
@@ -71,19 +72,6 @@ function clamp(value: number, max: number): number {
   return Number.isFinite(value) ? Math.min(max, Math.max(0, Math.floor(value))) : value > 0 ? max : 0;
 }
 
-/**
- * SQLSTATE classes 22 (data exception: a number out of range, text the column cannot take) and 23
- * (integrity constraint violation): the rows are at fault, not the database, and retrying the
- * same rows fails the same way. Anything else (no connection, a timeout) is worth a retry later.
- */
-function isDataError(err: unknown): boolean {
-  if (typeof err !== "object" || err === null || !("code" in err) || typeof err.code !== "string") return false;
-  return /^2[23][0-9A-Z]{3}$/.test(err.code);
-}
-
-/** The longest wait between two writes while the database fails; the first retry is at the next tick. */
-const MAX_RETRY_DELAY_MS = 5_000;
-
 function columnValues(batch: RequestLogEntry[]): unknown[][] {
   return [
     batch.map((e) => e.requestId), batch.map((e) => e.time), batch.map((e) => e.workspaceId), batch.map((e) => e.keyId),
@@ -95,38 +83,45 @@ function columnValues(batch: RequestLogEntry[]): unknown[][] {
 }
 
 /**
- * The request log, written off the hot path: requests append to a buffer, and a timer writes it
- * in batched inserts. A database outage delays rows (retried with a growing delay, at most
- * MAX_RETRY_DELAY_MS), and past `maxBuffered` drops the oldest, saying how many in the log, rather
- * than holding requests up or growing without bound. A row the database refuses is found by
- * halving its batch, logged and dropped alone: it never holds up the rows behind it.
+ * The request log, written off the hot path by a BatchWriter (batch-writer.ts): requests append to
+ * a buffer, and a timer writes it in batched inserts. A database outage delays rows, and past
+ * `maxBuffered` drops the oldest, saying how many in the log; a row the database refuses is found
+ * by halving its batch, logged and dropped alone.
  */
 export class RequestLog {
   readonly #pool: pg.Pool;
   readonly #options: Required<RequestLogOptions>;
-  #buffer: RequestLogEntry[] = [];
-  #dropped = 0;
-  /** Consecutive failed writes, and when the timer may try again. */
-  #failures = 0;
-  #retryAt = 0;
-  #flushing: Promise<void> | undefined;
-  readonly #flushTimer: NodeJS.Timeout;
+  readonly #writer: BatchWriter<RequestLogEntry>;
   readonly #retentionTimer: NodeJS.Timeout;
 
   constructor(options: RequestLogOptions) {
     // Small, frequent batches: a large one blocks the event loop for milliseconds while the driver
     // serializes it, which shows in every request's tail latency.
     this.#options = { flushIntervalMs: 100, batchSize: 200, maxBuffered: 100_000, ...options };
-    this.#pool = createPool({
+    const pool = createPool({
       databaseUrl: options.databaseUrl,
       deadlines: options.deadlines,
       max: 2,
       onIdleError: (err) => options.logger.warn({ err }, "request log connection failed"),
     });
-    this.#flushTimer = setInterval(() => {
-      if (Date.now() >= this.#retryAt) void this.flush();
-    }, this.#options.flushIntervalMs);
-    this.#flushTimer.unref();
+    this.#pool = pool;
+    this.#writer = new BatchWriter<RequestLogEntry>({
+      // One array per column, unnested: a constant 17 parameters however large the batch.
+      write: async (batch) => void (await pool.query(insertSql, columnValues(batch))),
+      classify: (err) => (isDataError(err) ? "refused" : "retry"),
+      logger: options.logger,
+      messages: {
+        retry: "request log write failed; will retry",
+        refused: "request log row refused by the database; dropped",
+        discarded: "request log rows discarded",
+        overflow: "request log rows dropped while the database was unavailable",
+        lost: "request log rows lost at shutdown: the database did not take them",
+      },
+      describe: (batch) => ({ row: batch[0] }),
+      flushIntervalMs: this.#options.flushIntervalMs,
+      batchSize: this.#options.batchSize,
+      maxBuffered: this.#options.maxBuffered,
+    });
     this.#retentionTimer = setInterval(() => void this.expire(), 3_600_000);
     this.#retentionTimer.unref();
   }
@@ -144,83 +139,28 @@ export class RequestLog {
     entry.ttfbMs = entry.ttfbMs === null ? null : clamp(entry.ttfbMs, INTEGER_MAX);
     entry.inputTokens = clamp(entry.inputTokens, Number.MAX_SAFE_INTEGER);
     entry.outputTokens = clamp(entry.outputTokens, Number.MAX_SAFE_INTEGER);
-    this.#buffer.push(entry);
-    this.#trim();
+    this.#writer.add(entry);
   }
 
   /** Rows in memory, not yet written. */
   get buffered(): number {
-    return this.#buffer.length;
+    return this.#writer.buffered;
+  }
+
+  /** Rows dropped since start: past maxBuffered while the database was away, or refused by it. */
+  get dropped(): number {
+    return this.#writer.dropped;
   }
 
   /** Writes what is buffered now, whatever the retry delay; concurrent calls share one write. */
   flush(): Promise<void> {
-    this.#flushing ??= this.#write().finally(() => {
-      this.#flushing = undefined;
-    });
-    return this.#flushing;
+    return this.#writer.flush();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#flushTimer);
     clearInterval(this.#retentionTimer);
-    await this.flush();
+    await this.#writer.close();
     await this.#pool.end();
-  }
-
-  async #write(): Promise<void> {
-    while (this.#buffer.length > 0) {
-      // Taken out while written, so that rows recorded meanwhile (and the drop of the oldest) never
-      // mix with the batch in flight.
-      const batch = this.#buffer.splice(0, this.#options.batchSize);
-      const failed = await this.#insert(batch);
-      if (failed) {
-        this.#buffer.unshift(...failed.unwritten);
-        this.#trim();
-        this.#failures += 1;
-        this.#retryAt = Date.now() + Math.min(MAX_RETRY_DELAY_MS, this.#options.flushIntervalMs * 2 ** (this.#failures - 1));
-        this.#options.logger.warn({ err: failed.err, buffered: this.#buffer.length }, "request log write failed; will retry");
-        return;
-      }
-      this.#failures = 0;
-      this.#retryAt = 0;
-    }
-    if (this.#dropped > 0) {
-      this.#options.logger.warn({ dropped: this.#dropped }, "request log rows dropped while the database was unavailable");
-      this.#dropped = 0;
-    }
-  }
-
-  /**
-   * Inserts the rows. When the database refuses their data, halves them until the refused rows
-   * are alone, and drops each with a log line: at most 2n - 1 inserts for n rows, never a loop.
-   * Any other failure stops the write: it returns the rows not yet written, in order, to retry.
-   */
-  async #insert(rows: RequestLogEntry[]): Promise<{ unwritten: RequestLogEntry[]; err: unknown } | undefined> {
-    try {
-      // One array per column, unnested: a constant 17 parameters however large the batch.
-      await this.#pool.query(insertSql, columnValues(rows));
-      return undefined;
-    } catch (err) {
-      if (!isDataError(err)) return { unwritten: rows, err };
-      if (rows.length === 1) {
-        this.#options.logger.error({ err, row: rows[0] }, "request log row refused by the database; dropped");
-        return undefined;
-      }
-      const half = Math.ceil(rows.length / 2);
-      const first = await this.#insert(rows.slice(0, half));
-      if (first) return { unwritten: [...first.unwritten, ...rows.slice(half)], err: first.err };
-      return this.#insert(rows.slice(half));
-    }
-  }
-
-  /** Past maxBuffered, the oldest rows go, and are counted. */
-  #trim(): void {
-    const excess = this.#buffer.length - this.#options.maxBuffered;
-    if (excess > 0) {
-      this.#buffer.splice(0, excess);
-      this.#dropped += excess;
-    }
   }
 
   /**

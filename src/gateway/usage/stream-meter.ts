@@ -10,17 +10,23 @@ const finalEvents: ReadonlySet<string> = new Set(["message_stop", "response.comp
 /**
  * Counts a stream as it passes: the provider's usage events when it sends them; otherwise (a
  * stream the caller abandoned, or the provider cut, before the usage event) an estimate from the
- * request's size and the text that did pass, marked as such.
+ * request's size and the text that did pass, marked as such. With `keepTextChars`, it also keeps
+ * the output text (for a pipeline row), up to that many characters: the stream itself is never
+ * held.
  */
 export class StreamMeter {
   readonly #reported = new StreamUsage();
   readonly #requestBytes: number;
+  readonly #keepTextChars: number;
+  readonly #kept: string[] = [];
+  #keptChars = 0;
   #textChars = 0;
   #sawEvent = false;
   #complete = false;
 
-  constructor(requestBytes: number) {
+  constructor(requestBytes: number, keepTextChars = 0) {
     this.#requestBytes = requestBytes;
+    this.#keepTextChars = keepTextChars;
   }
 
   observe(event: SseEvent): void {
@@ -32,9 +38,21 @@ export class StreamMeter {
       if (data.kind === "json" && typeof data.value === "object" && data.value !== null) {
         const value = data.value as { delta?: unknown };
         const text = typeof value.delta === "string" ? value.delta : (value.delta as { text?: unknown } | undefined)?.text;
-        if (typeof text === "string") this.#textChars += text.length;
+        if (typeof text === "string") {
+          this.#textChars += text.length;
+          if (this.#keptChars < this.#keepTextChars) {
+            const piece = text.length > this.#keepTextChars - this.#keptChars ? text.slice(0, this.#keepTextChars - this.#keptChars) : text;
+            this.#kept.push(piece);
+            this.#keptChars += piece.length;
+          }
+        }
       }
     }
+  }
+
+  /** The output text kept (at most `keepTextChars`), and how long the whole was. */
+  get text(): { kept: string; total: number } {
+    return { kept: this.#kept.join(""), total: this.#textChars };
   }
 
   get sawEvent(): boolean {

@@ -54,7 +54,8 @@ export declare type HttpRule = Message<"warden.api.v1.HttpRule"> & {
   } | { case: undefined; value?: undefined };
 
   /**
-   * "*" maps the whole JSON body onto the request message; empty means no body.
+   * "*" maps the whole JSON body onto the request message; a field name maps it onto that
+   * message field, and the query binds the other fields; empty means no body.
    *
    * @generated from field: string body = 6;
    */
@@ -81,6 +82,14 @@ export declare type HttpRule = Message<"warden.api.v1.HttpRule"> & {
    * @generated from field: string response_body = 9;
    */
   responseBody: string;
+
+  /**
+   * The body may be as large as the ingestion cap (WARDEN_INGEST_MAX_BODY_BYTES) instead of the
+   * usual one: REST only, where the Openlayer SDKs send batches of rows.
+   *
+   * @generated from field: bool large_body = 10;
+   */
+  largeBody: boolean;
 };
 
 /**
@@ -129,6 +138,13 @@ export declare type FieldRules = Message<"warden.api.v1.FieldRules"> & {
    * @generated from field: bool null_if_empty = 5;
    */
   nullIfEmpty: boolean;
+
+  /**
+   * Other keys accepted for this field in REST bodies.
+   *
+   * @generated from field: repeated string json_aliases = 6;
+   */
+  jsonAliases: string[];
 };
 
 /**

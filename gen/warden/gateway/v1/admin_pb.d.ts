@@ -604,6 +604,14 @@ export declare type GatewayKey = Message<"warden.gateway.v1.GatewayKey"> & {
    * @generated from field: google.protobuf.Timestamp date_updated = 9;
    */
   dateUpdated?: Timestamp | undefined;
+
+  /**
+   * The inference pipeline (of an llm-base project of this workspace) that this key's requests are
+   * written to, one row each; null: the workspace's default (GatewayWorkspaceSettings), if any.
+   *
+   * @generated from field: optional string inference_pipeline_id = 10;
+   */
+  inferencePipelineId?: string | undefined;
 };
 
 /**
@@ -630,6 +638,11 @@ export declare type CreateGatewayKeyRequest = Message<"warden.gateway.v1.CreateG
    * @generated from field: repeated string group_ids = 3;
    */
   groupIds: string[];
+
+  /**
+   * @generated from field: optional string inference_pipeline_id = 4;
+   */
+  inferencePipelineId?: string | undefined;
 };
 
 /**
@@ -717,6 +730,13 @@ export declare type UpdateGatewayKeyRequest = Message<"warden.gateway.v1.UpdateG
    * @generated from field: google.protobuf.FieldMask update_mask = 6;
    */
   updateMask?: FieldMask | undefined;
+
+  /**
+   * null stops writing the key's traffic to a pipeline of its own (the workspace's default applies).
+   *
+   * @generated from field: optional string inference_pipeline_id = 7;
+   */
+  inferencePipelineId?: string | undefined;
 };
 
 /**
@@ -1156,6 +1176,103 @@ export declare type DeleteAccessRuleResponse = Message<"warden.gateway.v1.Delete
  * Use `create(DeleteAccessRuleResponseSchema)` to create a new message.
  */
 export declare const DeleteAccessRuleResponseSchema: GenMessage<DeleteAccessRuleResponse>;
+
+/**
+ * The gateway settings of the caller's workspace.
+ *
+ * @generated from message warden.gateway.v1.GatewayWorkspaceSettings
+ */
+export declare type GatewayWorkspaceSettings = Message<"warden.gateway.v1.GatewayWorkspaceSettings"> & {
+  /**
+   * The inference pipeline (of an llm-base project of this workspace) that the requests of the
+   * workspace's keys are written to when a key names none; null: none.
+   *
+   * @generated from field: optional string inference_pipeline_id = 1;
+   */
+  inferencePipelineId?: string | undefined;
+
+  /**
+   * Absent until first set.
+   *
+   * @generated from field: google.protobuf.Timestamp date_updated = 2;
+   */
+  dateUpdated?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.GatewayWorkspaceSettings.
+ * Use `create(GatewayWorkspaceSettingsSchema)` to create a new message.
+ */
+export declare const GatewayWorkspaceSettingsSchema: GenMessage<GatewayWorkspaceSettings>;
+
+/**
+ * @generated from message warden.gateway.v1.GetGatewayWorkspaceSettingsRequest
+ */
+export declare type GetGatewayWorkspaceSettingsRequest = Message<"warden.gateway.v1.GetGatewayWorkspaceSettingsRequest"> & {
+};
+
+/**
+ * Describes the message warden.gateway.v1.GetGatewayWorkspaceSettingsRequest.
+ * Use `create(GetGatewayWorkspaceSettingsRequestSchema)` to create a new message.
+ */
+export declare const GetGatewayWorkspaceSettingsRequestSchema: GenMessage<GetGatewayWorkspaceSettingsRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.GetGatewayWorkspaceSettingsResponse
+ */
+export declare type GetGatewayWorkspaceSettingsResponse = Message<"warden.gateway.v1.GetGatewayWorkspaceSettingsResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.GatewayWorkspaceSettings settings = 1;
+   */
+  settings?: GatewayWorkspaceSettings | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.GetGatewayWorkspaceSettingsResponse.
+ * Use `create(GetGatewayWorkspaceSettingsResponseSchema)` to create a new message.
+ */
+export declare const GetGatewayWorkspaceSettingsResponseSchema: GenMessage<GetGatewayWorkspaceSettingsResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateGatewayWorkspaceSettingsRequest
+ */
+export declare type UpdateGatewayWorkspaceSettingsRequest = Message<"warden.gateway.v1.UpdateGatewayWorkspaceSettingsRequest"> & {
+  /**
+   * null: no default pipeline.
+   *
+   * @generated from field: optional string inference_pipeline_id = 1;
+   */
+  inferencePipelineId?: string | undefined;
+
+  /**
+   * Over REST, the keys present in the body.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 2;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateGatewayWorkspaceSettingsRequest.
+ * Use `create(UpdateGatewayWorkspaceSettingsRequestSchema)` to create a new message.
+ */
+export declare const UpdateGatewayWorkspaceSettingsRequestSchema: GenMessage<UpdateGatewayWorkspaceSettingsRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateGatewayWorkspaceSettingsResponse
+ */
+export declare type UpdateGatewayWorkspaceSettingsResponse = Message<"warden.gateway.v1.UpdateGatewayWorkspaceSettingsResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.GatewayWorkspaceSettings settings = 1;
+   */
+  settings?: GatewayWorkspaceSettings | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateGatewayWorkspaceSettingsResponse.
+ * Use `create(UpdateGatewayWorkspaceSettingsResponseSchema)` to create a new message.
+ */
+export declare const UpdateGatewayWorkspaceSettingsResponseSchema: GenMessage<UpdateGatewayWorkspaceSettingsResponse>;
 
 /**
  * Gateway-wide, for every gateway process.
@@ -2253,6 +2370,22 @@ export declare const GatewayAdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteUsageLimitRequestSchema;
     output: typeof DeleteUsageLimitResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.GetGatewayWorkspaceSettings
+   */
+  getGatewayWorkspaceSettings: {
+    methodKind: "unary";
+    input: typeof GetGatewayWorkspaceSettingsRequestSchema;
+    output: typeof GetGatewayWorkspaceSettingsResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.UpdateGatewayWorkspaceSettings
+   */
+  updateGatewayWorkspaceSettings: {
+    methodKind: "unary";
+    input: typeof UpdateGatewayWorkspaceSettingsRequestSchema;
+    output: typeof UpdateGatewayWorkspaceSettingsResponseSchema;
   },
   /**
    * @generated from rpc warden.gateway.v1.GatewayAdminService.GetGatewaySettings

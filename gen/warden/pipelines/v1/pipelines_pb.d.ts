@@ -4,100 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { TaskType } from "../../projects/v1/projects_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { EvaluationStatus, Links } from "../../api/v1/common_pb.js";
+import type { Project } from "../../projects/v1/projects_pb.js";
+import type { Workspace } from "../../workspaces/v1/workspaces_pb.js";
 
 /**
  * Describes the file warden/pipelines/v1/pipelines.proto.
  */
 export declare const file_warden_pipelines_v1_pipelines: GenFile;
-
-/**
- * The project of a pipeline, when expanded.
- *
- * @generated from message warden.pipelines.v1.PipelineProject
- */
-export declare type PipelineProject = Message<"warden.pipelines.v1.PipelineProject"> & {
-  /**
-   * @generated from field: string id = 1;
-   */
-  id: string;
-
-  /**
-   * @generated from field: string workspace_id = 2;
-   */
-  workspaceId: string;
-
-  /**
-   * @generated from field: string name = 3;
-   */
-  name: string;
-
-  /**
-   * @generated from field: optional string description = 4;
-   */
-  description?: string | undefined;
-
-  /**
-   * @generated from field: warden.projects.v1.TaskType task_type = 5;
-   */
-  taskType: TaskType;
-
-  /**
-   * @generated from field: google.protobuf.Timestamp date_created = 6;
-   */
-  dateCreated?: Timestamp | undefined;
-
-  /**
-   * @generated from field: google.protobuf.Timestamp date_updated = 7;
-   */
-  dateUpdated?: Timestamp | undefined;
-};
-
-/**
- * Describes the message warden.pipelines.v1.PipelineProject.
- * Use `create(PipelineProjectSchema)` to create a new message.
- */
-export declare const PipelineProjectSchema: GenMessage<PipelineProject>;
-
-/**
- * The workspace of a pipeline, when expanded.
- *
- * @generated from message warden.pipelines.v1.PipelineWorkspace
- */
-export declare type PipelineWorkspace = Message<"warden.pipelines.v1.PipelineWorkspace"> & {
-  /**
-   * @generated from field: string id = 1;
-   */
-  id: string;
-
-  /**
-   * @generated from field: string name = 2;
-   */
-  name: string;
-
-  /**
-   * @generated from field: string slug = 3;
-   */
-  slug: string;
-
-  /**
-   * @generated from field: google.protobuf.Timestamp date_created = 4;
-   */
-  dateCreated?: Timestamp | undefined;
-
-  /**
-   * @generated from field: google.protobuf.Timestamp date_updated = 5;
-   */
-  dateUpdated?: Timestamp | undefined;
-};
-
-/**
- * Describes the message warden.pipelines.v1.PipelineWorkspace.
- * Use `create(PipelineWorkspaceSchema)` to create a new message.
- */
-export declare const PipelineWorkspaceSchema: GenMessage<PipelineWorkspace>;
 
 /**
  * @generated from message warden.pipelines.v1.InferencePipeline
@@ -189,14 +104,23 @@ export declare type InferencePipeline = Message<"warden.pipelines.v1.InferencePi
   links?: Links | undefined;
 
   /**
-   * @generated from field: warden.pipelines.v1.PipelineProject project = 18;
+   * Filled only when `expand` names them.
+   *
+   * @generated from field: warden.projects.v1.Project project = 18;
    */
-  project?: PipelineProject | undefined;
+  project?: Project | undefined;
 
   /**
-   * @generated from field: warden.pipelines.v1.PipelineWorkspace workspace = 19;
+   * @generated from field: warden.workspaces.v1.Workspace workspace = 19;
    */
-  workspace?: PipelineWorkspace | undefined;
+  workspace?: Workspace | undefined;
+
+  /**
+   * Rows older than this many days are deleted; null: the project's dataRetentionDays, or kept.
+   *
+   * @generated from field: optional int32 retention_days = 20;
+   */
+  retentionDays?: number | undefined;
 };
 
 /**
@@ -329,6 +253,13 @@ export declare type UpdateInferencePipelineRequest = Message<"warden.pipelines.v
    * @generated from field: optional string reference_dataset_uri = 4;
    */
   referenceDatasetUri?: string | undefined;
+
+  /**
+   * At least 1; null goes back to the project's dataRetentionDays.
+   *
+   * @generated from field: optional int32 retention_days = 6;
+   */
+  retentionDays?: number | undefined;
 
   /**
    * The fields to change; a field in the mask but unset is cleared. Over REST it is the set of
