@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { DataConfig } from "../../gen/warden/pipelines/v1/data_pb.js";
 import { invalidArgument } from "../platform/errors.ts";
@@ -6,6 +7,8 @@ import { pipelineTarget, type PipelineTarget } from "./queries.ts";
 import { dataConfigFromJson, dataConfigToJson, streamMapping } from "./rows/config.ts";
 import { normalizeRows, type StoredRow } from "./rows/normalize.ts";
 import type { RowStore } from "./rows/row-store.ts";
+
+const MAX_CACHED_TARGETS = 10_000;
 
 /** The most rows one data-stream call (or one gateway write) takes. */
 export const MAX_STREAM_ROWS = 1000;
@@ -27,6 +30,14 @@ export function firstOfEachId(rows: StoredRow[]): StoredRow[] {
 export class RowIngest {
   readonly #orm: MikroORM;
   readonly #store: RowStore;
+  /**
+   * The gateway writes to the same few pipelines batch after batch. What is cached never changes
+   * (a pipeline's workspace, its project's task type), and whether the pipeline still exists is
+   * checked by every write anyway (RowStore.write: 404 once it is gone, and then it is forgotten).
+   */
+  readonly #targets = new Map<string, PipelineTarget>();
+  /** Configs as the gateway passes them, by identity: the same object each time. */
+  readonly #configs = new WeakMap<JsonObject, DataConfig>();
 
   constructor(orm: MikroORM, store: RowStore) {
     this.#orm = orm;
@@ -35,8 +46,23 @@ export class RowIngest {
 
   /** For writers inside Warden (the gateway): the pipeline by ID alone, the config as plain JSON. */
   async stream(pipelineId: string, config: JsonObject, rows: JsonObject[]): Promise<void> {
-    const target = await pipelineTarget(this.#orm.em.fork(), pipelineId);
-    await this.streamTo(target, dataConfigFromJson(config), rows);
+    let target = this.#targets.get(pipelineId);
+    if (!target) {
+      target = await pipelineTarget(this.#orm.em.fork(), pipelineId);
+      if (this.#targets.size >= MAX_CACHED_TARGETS) this.#targets.clear();
+      this.#targets.set(pipelineId, target);
+    }
+    let parsed = this.#configs.get(config);
+    if (!parsed) {
+      parsed = dataConfigFromJson(config);
+      this.#configs.set(config, parsed);
+    }
+    try {
+      await this.streamTo(target, parsed, rows);
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.NotFound) this.#targets.delete(pipelineId);
+      throw err;
+    }
   }
 
   /** Stores a data-stream batch; returns how many rows were new (a retried batch adds none). */
