@@ -75,6 +75,22 @@ export function createPool(options: PoolOptions): pg.Pool {
   return pool;
 }
 
+/** Runs `work` in a transaction on one connection of `pool`: committed if it returns, rolled back if it throws. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    const result = await work(client);
+    await client.query("commit");
+    return result;
+  } catch (err) {
+    await client.query("rollback").catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 /** A single connection with the deadlines, for a LISTEN or an advisory lock. */
 export function createClient(databaseUrl: string, deadlines: DatabaseDeadlines): DeadlineClient {
   return new DeadlineClient({ connectionString: databaseUrl, ...connectionSettings(deadlines) });

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { inTransaction } from "../../db/pools.ts";
 
 /** Partitions are made one at a time across every process, under this transaction-scoped lock. */
 const partitionLockId = 7_230_003;
@@ -53,21 +54,13 @@ export class RowPartitions {
   }
 
   async #make(pool: pg.Pool, month: ReturnType<typeof monthOf>): Promise<void> {
-    const client = await pool.connect();
-    try {
-      await client.query("begin");
+    await inTransaction(pool, async (client) => {
       await client.query(`select pg_advisory_xact_lock(${partitionLockId})`);
       const exists = await client.query("select 1 from pg_inherits where inhrelid = to_regclass($1)", [month.name]);
       if (exists.rowCount === 0) {
         await client.query(`create table if not exists ${month.name} (like inference_row including defaults including constraints)`);
         await client.query(`alter table inference_row attach partition ${month.name} for values from ('${month.from}') to ('${month.to}')`);
       }
-      await client.query("commit");
-    } catch (err) {
-      await client.query("rollback").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 }

@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type pg from "pg";
+import { inTransaction } from "../../db/pools.ts";
 import { notFound } from "../../platform/errors.ts";
 import { filterSql, orderSql, type RowQuery } from "./filters.ts";
 import type { StoredRow } from "./normalize.ts";
@@ -120,31 +121,29 @@ export class RowStore {
    */
   async write<T>(pipelineId: string, options: WriteOptions, work: (writer: RowWriter) => Promise<T>): Promise<T> {
     await this.#partitions.ensure(this.#pool, options.timestamps ?? []);
-    const client = await this.#pool.connect();
-    let added = 0;
-    const writer: RowWriter = {
-      get added() {
-        return added;
-      },
-      insert: async (rows) => {
-        if (rows.length === 0) return;
-        const timestamps = rows.map((row) => row.timestamp);
-        await this.#partitions.ensure(this.#pool, timestamps);
-        const params = [pipelineId, JSON.stringify(rows.map(insertRecord))];
-        const inserted = await this.#withPartitions(client, timestamps, () => client.query(insertSql, params));
-        added += inserted.rowCount ?? 0;
-      },
-      merge: async (patches) => {
-        if (patches.length === 0) return [];
-        const moved = patches.flatMap((patch) => (patch.timestamp === undefined ? [] : [patch.timestamp]));
-        await this.#partitions.ensure(this.#pool, moved);
-        const params = [pipelineId, JSON.stringify(patches.map(patchRecord))];
-        const result = await this.#withPartitions(client, moved, () => client.query<{ inference_id: string }>(mergeSql, params));
-        return result.rows.map((row) => row.inference_id);
-      },
-    };
-    try {
-      await client.query("begin");
+    return inTransaction(this.#pool, async (client) => {
+      let added = 0;
+      const writer: RowWriter = {
+        get added() {
+          return added;
+        },
+        insert: async (rows) => {
+          if (rows.length === 0) return;
+          const timestamps = rows.map((row) => row.timestamp);
+          await this.#partitions.ensure(this.#pool, timestamps);
+          const params = [pipelineId, JSON.stringify(rows.map(insertRecord))];
+          const inserted = await this.#withPartitions(client, timestamps, () => client.query(insertSql, params));
+          added += inserted.rowCount ?? 0;
+        },
+        merge: async (patches) => {
+          if (patches.length === 0) return [];
+          const moved = patches.flatMap((patch) => (patch.timestamp === undefined ? [] : [patch.timestamp]));
+          await this.#partitions.ensure(this.#pool, moved);
+          const params = [pipelineId, JSON.stringify(patches.map(patchRecord))];
+          const result = await this.#withPartitions(client, moved, () => client.query<{ inference_id: string }>(mergeSql, params));
+          return result.rows.map((row) => row.inference_id);
+        },
+      };
       const locked = await client.query("select 1 from inference_pipeline where id = $1 for key share", [pipelineId]);
       if (locked.rowCount === 0) throw notFound("Inference pipeline not found");
       const result = await work(writer);
@@ -157,14 +156,8 @@ export class RowStore {
           [pipelineId, added, options.config ? JSON.stringify(options.config) : null],
         );
       }
-      await client.query("commit");
       return result;
-    } catch (err) {
-      await client.query("rollback").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** The newest row with this inference ID, as the API shows rows. */
@@ -178,21 +171,8 @@ export class RowStore {
   }
 
   /** Deletes every row with this inference ID; returns how many there were. */
-  async delete(pipelineId: string, inferenceId: string): Promise<number> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query("begin");
-      const deleted = await client.query("delete from inference_row where pipeline_id = $1 and inference_id = $2", [pipelineId, inferenceId]);
-      const count = deleted.rowCount ?? 0;
-      if (count > 0) await this.#uncount(client, pipelineId, count);
-      await client.query("commit");
-      return count;
-    } catch (err) {
-      await client.query("rollback").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  delete(pipelineId: string, inferenceId: string): Promise<number> {
+    return this.#deleteBatch(pipelineId, "delete from inference_row where pipeline_id = $1 and inference_id = $2", [pipelineId, inferenceId], true);
   }
 
   /** One page of a pipeline's rows, filtered and sorted; `limit + 1` rows ask whether a next page exists. */
@@ -239,21 +219,14 @@ export class RowStore {
     return deleteBatch;
   }
 
-  async #deleteBatch(pipelineId: string, sql: string, params: unknown[], uncount: boolean): Promise<number> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query("begin");
+  /** Runs one delete, and uncounts what it deleted when `uncount`; returns how many rows went. */
+  #deleteBatch(pipelineId: string, sql: string, params: unknown[], uncount: boolean): Promise<number> {
+    return inTransaction(this.#pool, async (client) => {
       const deleted = await client.query(sql, params);
       const count = deleted.rowCount ?? 0;
       if (uncount && count > 0) await this.#uncount(client, pipelineId, count);
-      await client.query("commit");
       return count;
-    } catch (err) {
-      await client.query("rollback").catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /**
