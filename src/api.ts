@@ -1,7 +1,7 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type pg from "pg";
-import { loadMasterKey, type SecretBox } from "./gateway/config/secrets.ts";
+import type { SecretBox } from "./gateway/config/secrets.ts";
 import type { CounterStore } from "./gateway/limits/types.ts";
 import type { Config } from "./platform/config.ts";
 import {
@@ -37,7 +37,7 @@ export async function startApi(
   logger: Logger,
   orm: MikroORM,
   databaseUrl: string,
-  gateway: { secrets: SecretBox; consumption: Pick<CounterStore, "consumption"> },
+  gateway: { secrets: SecretBox; masterKey: Buffer; consumption: Pick<CounterStore, "consumption"> },
   rows: { pool: pg.Pool; store: RowStore; ingest: RowIngest },
 ): Promise<Api> {
   const tasks = new TaskQueue(databaseUrl, config.databaseDeadlines, orm, logger);
@@ -47,13 +47,9 @@ export async function startApi(
     ? new RowMaintenance({ orm, pool: rows.pool, store: rows.store, logger, intervalMs: config.ingest.maintenanceIntervalMs })
     : undefined;
 
-  // Uploads (src/storage): the store that presigns and opens objects, and the handler of upload URLs.
-  // The master key is read again rather than taken from the SecretBox, which keeps it private.
-  const objectStorage = await createStorage(config.storage, {
-    dataDir: config.dataDir,
-    masterKey: await loadMasterKey(config.masterKey, config.dataDir),
-    logger,
-  });
+  // Uploads (src/storage): the store that presigns and opens objects, and the handler of upload URLs,
+  // signed with a key derived from the master key.
+  const objectStorage = await createStorage(config.storage, { dataDir: config.dataDir, masterKey: gateway.masterKey, logger });
   const storage = objectStorage.objects;
   const routeFn = routes({
     publicUrl: config.publicUrl,

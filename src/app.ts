@@ -82,7 +82,8 @@ export async function startApp(
     hooks.onAdminKeyGenerated?.(boot.generatedAdminKey, adminKeyFile);
   }
 
-  const secrets = new SecretBox(await loadMasterKey(config.masterKey, config.dataDir));
+  const masterKey = await loadMasterKey(config.masterKey, config.dataDir);
+  const secrets = new SecretBox(masterKey);
   // Rows in, from data-stream, loads and the gateway's traffic, on a pool of their own.
   const rowPool = createPool({
     databaseUrl,
@@ -116,7 +117,7 @@ export async function startApp(
       })
     : undefined;
   const api = roles.api
-    ? await (await import("./api.ts")).startApi(config, logger, orm, databaseUrl, { secrets, consumption: counters.store }, { ...rows, ingest })
+    ? await (await import("./api.ts")).startApi(config, logger, orm, databaseUrl, { secrets, masterKey, consumption: counters.store }, { ...rows, ingest })
     : undefined;
 
   return {
