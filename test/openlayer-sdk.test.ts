@@ -10,6 +10,7 @@ import { tableFromArrays, tableToIPC } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { pythonPost } from "./support/python-upload.ts";
+import { addWorkspace } from "./support/workspace.ts";
 
 let t: TestApp;
 let pipelineId: string;
@@ -308,6 +309,22 @@ describe("Python SDK", () => {
     expect(loaded.status).toBe(200);
     expect(await row("c-1")).toMatchObject({ output: "Hello, world", latency: 12.5, openlayer_latency: 12.5, openlayer_output: "Hello, world" });
     expect(await row("c-2")).toMatchObject({ output: "Bye", latency: null });
+  });
+
+  it("a storageUri of another workspace does not load: 404, as for a missing object", async () => {
+    const presigned = await presign("ours.jsonl");
+    expect(await upload(presigned.url, presigned.fields, "ours.jsonl", Buffer.from('{"id":"w-1","output":"ours"}\n'))).toBe(200);
+    const other = await addWorkspace(t.app);
+    const headers = { ...pyHeaders(), authorization: `Bearer ${other.key}` };
+    const project = await send("POST", "/v1/projects", headers, JSON.stringify({ name: "theirs", taskType: "llm-base" }));
+    const pipeline = await send("POST", `/v1/projects/${(project.json as { id: string }).id}/inference-pipelines`, headers, JSON.stringify({ name: "theirs", description: null }));
+    const theirs = (pipeline.json as { id: string }).id;
+    const body = { storageUri: presigned.storageUri, performDataMerge: false, config: { outputColumnName: "output", inferenceIdColumnName: "id" } };
+    const loaded = await send("POST", `/v1/inference-pipelines/${theirs}/data`, headers, JSON.stringify(body));
+    expect(loaded.status).toBe(404);
+    expect(loaded.json).toEqual({ error: "Object not found", message: "Object not found", code: "not_found" });
+    const rows = await send("POST", `/v1/inference-pipelines/${theirs}/rows`, headers, "{}");
+    expect(rows.json).toEqual({ items: [] });
   });
 
   it("a load of a file with a bad row stores none of it", async () => {
