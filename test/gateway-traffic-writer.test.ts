@@ -62,7 +62,8 @@ interface Call {
 /** A sink that records its calls; `fail` may throw for a call instead. */
 function recordingSink(fail?: (pipelineId: string, rows: JsonObject[]) => void): { sink: PipelineSink; calls: Call[] } {
   const calls: Call[] = [];
-  const sink: PipelineSink = async (pipelineId, config, rows) => {
+  const sink: PipelineSink = async (pipelineId, config, batch) => {
+    const rows = batch.map((row) => JSON.parse(row.json) as JsonObject);
     fail?.(pipelineId, rows);
     calls.push({ pipelineId, config, ids: rows.map((row) => String(row.inferenceId)) });
   };
@@ -226,7 +227,15 @@ describe("the pipeline-row writer", () => {
 /** The rows a writer makes of captures, through a sink that keeps them. */
 async function rowsOf(...captures: TrafficCapture[]): Promise<JsonObject[]> {
   const kept: JsonObject[] = [];
-  const rows = new TrafficRows({ sink: async (_id, _config, batch) => void kept.push(...batch), logger: capturedLogger().logger, ...quiet });
+  const sink: PipelineSink = async (_id, _config, batch) => {
+    for (const row of batch) {
+      const parsed = JSON.parse(row.json) as JsonObject;
+      // The sink is told the row's inference ID and timestamp beside its JSON, as the row holds them.
+      expect([row.inferenceId, row.timestamp]).toEqual([parsed.inferenceId, parsed.timestamp]);
+      kept.push(parsed);
+    }
+  };
+  const rows = new TrafficRows({ sink, logger: capturedLogger().logger, ...quiet });
   for (const c of captures) rows.record(c);
   await rows.close();
   return kept;

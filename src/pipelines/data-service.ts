@@ -76,8 +76,9 @@ export function createPipelineDataService(options: DataServiceOptions): ServiceI
       const pipeline = await target(ctx, req.inferencePipelineId);
       const inferenceId = inferenceIdOf(req.inferenceId);
       if (!req.update?.row) throw invalidArgument("row is required");
-      const patch = rowPatch(req.update.row, updateMapping(req.update.config), Date.now() / 1000, "row", inferenceId);
-      const missing = await options.rows.write(pipeline.id, {}, (writer) => writer.merge([patch]));
+      const mapping = updateMapping(req.update.config);
+      const patch = rowPatch(req.update.row, mapping, Date.now() / 1000, "row", inferenceId);
+      const missing = await options.rows.write(pipeline.id, {}, (writer) => writer.merge([patch], mapping));
       if (missing.length > 0) throw notFound("Row not found");
       return { success: true };
     },

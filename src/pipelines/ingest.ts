@@ -5,8 +5,8 @@ import type { DataConfig } from "../../gen/warden/pipelines/v1/data_pb.js";
 import { invalidArgument } from "../platform/errors.ts";
 import { pipelineTarget, type PipelineTarget } from "./queries.ts";
 import { dataConfigFromJson, dataConfigToJson, streamMapping } from "./rows/config.ts";
-import { normalizeRows, type StoredRow } from "./rows/normalize.ts";
-import type { RowStore } from "./rows/row-store.ts";
+import { normalizeRows } from "./rows/normalize.ts";
+import type { RowStore, SerializedRow } from "./rows/row-store.ts";
 
 const MAX_CACHED_TARGETS = 10_000;
 
@@ -14,7 +14,7 @@ const MAX_CACHED_TARGETS = 10_000;
 export const MAX_STREAM_ROWS = 1000;
 
 /** Rows with an inference ID seen earlier in the same batch are dropped: the first one counts. */
-export function firstOfEachId(rows: StoredRow[]): StoredRow[] {
+export function firstOfEachId(rows: SerializedRow[]): SerializedRow[] {
   const seen = new Set<string>();
   return rows.filter((row) => {
     if (seen.has(row.inferenceId)) return false;
@@ -44,8 +44,16 @@ export class RowIngest {
     this.#store = store;
   }
 
-  /** For writers inside Warden (the gateway): the pipeline by ID alone, the config as plain JSON. */
-  async stream(pipelineId: string, config: JsonObject, rows: JsonObject[]): Promise<void> {
+  /**
+   * For writers inside Warden (the gateway's traffic): rows it made itself, already as JSON, with
+   * their inference IDs and timestamps; the pipeline by ID alone; the config as plain JSON. They
+   * are stored as data-stream stores rows, canonical columns included, but not checked again as a
+   * caller's rows are: the writer makes them of the right types, without NUL characters. (A row
+   * that breaks that is refused by PostgreSQL, and the writer drops it alone.)
+   */
+  async stream(pipelineId: string, config: JsonObject, rows: SerializedRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (rows.length > MAX_STREAM_ROWS) throw invalidArgument(`rows must hold at most ${MAX_STREAM_ROWS} rows; send more in several calls`);
     let target = this.#targets.get(pipelineId);
     if (!target) {
       target = await pipelineTarget(this.#orm.em.fork(), pipelineId);
@@ -57,8 +65,11 @@ export class RowIngest {
       parsed = dataConfigFromJson(config);
       this.#configs.set(config, parsed);
     }
+    const mapping = streamMapping(parsed, target.taskType);
+    const unique = firstOfEachId(rows);
+    const options = { timestamps: unique.map((row) => row.timestamp), config: dataConfigToJson(parsed) };
     try {
-      await this.streamTo(target, parsed, rows);
+      await this.#store.write(target.id, options, (writer) => writer.insert(unique, mapping));
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.NotFound) this.#targets.delete(pipelineId);
       throw err;
@@ -73,7 +84,7 @@ export class RowIngest {
     const stored = firstOfEachId(normalizeRows(rows, mapping, now));
     const options = { timestamps: stored.map((row) => row.timestamp), config: dataConfigToJson(config) };
     return this.#store.write(target.id, options, async (writer) => {
-      await writer.insert(stored);
+      await writer.insert(stored, mapping);
       return writer.added;
     });
   }

@@ -67,12 +67,12 @@ export async function loadRows(files: DataFiles, store: RowStore, pipeline: Pipe
     for await (const batch of readRows(body, format, limits)) {
       const where = (i: number) => `row ${offset + i + 1} of the file`;
       if (request.merge) {
-        const missing = await writer.merge(batch.map((row, i) => rowPatch(row, mapping, now, where(i))));
+        const missing = await writer.merge(batch.map((row, i) => rowPatch(row, mapping, now, where(i))), mapping);
         if (missing.length > 0) {
           throw invalidArgument(`${missing.length} rows of the file name inference IDs that the pipeline does not have, such as "${missing[0]}"; nothing was merged`);
         }
       } else {
-        await writer.insert(firstOfEachId(normalizeRows(batch, mapping, now, where)));
+        await writer.insert(firstOfEachId(normalizeRows(batch, mapping, now, where)), mapping);
       }
       offset += batch.length;
     }

@@ -12,7 +12,18 @@ import { capText, MAX_ROW_TEXT_CHARS, transcriptOf, type Transcript, type Transc
  * invalid_argument (rows refused) or not_found (the pipeline is gone), or a database error. The
  * composition root passes the row store's; the gateway never imports it.
  */
-export type PipelineSink = (pipelineId: string, config: JsonObject, rows: JsonObject[]) => Promise<void>;
+export type PipelineSink = (pipelineId: string, config: JsonObject, rows: TrafficRow[]) => Promise<void>;
+
+/**
+ * One row, as the sink takes it: its inference ID and timestamp (UNIX seconds), and the row itself
+ * as JSON text, made once when the request is done. The row store splices the text into its batch
+ * as it is (no second walk or serialization), and the buffer's bound counts its real size.
+ */
+export interface TrafficRow {
+  inferenceId: string;
+  timestamp: number;
+  json: string;
+}
 
 /** How the columns of a traffic row map, as a data-stream caller would say it. */
 export const trafficRowConfig: JsonObject = {
@@ -62,7 +73,7 @@ export interface TrafficCapture {
 
 interface PendingRow {
   pipelineId: string;
-  row: JsonObject;
+  row: TrafficRow;
   /** About what it holds in memory, for the buffer's bound. */
   bytes: number;
 }
@@ -213,9 +224,12 @@ export class TrafficRows {
       sessionId: clean(c.sessionId === null ? null : c.sessionId.slice(0, MAX_ID_CHARS)),
       keyId: c.keyId,
     };
-    let bytes = 1024 + 2 * ((transcript.input?.length ?? 0) + (transcript.system?.length ?? 0) + (transcript.instructions?.length ?? 0) + (output?.length ?? 0));
-    for (const m of transcript.messages ?? []) bytes += 64 + 2 * m.content.length;
-    return { pipelineId: c.pipelineId, row, bytes };
+    const json = JSON.stringify(row);
+    return {
+      pipelineId: c.pipelineId,
+      row: { inferenceId: row.inferenceId as string, timestamp: row.timestamp as number, json },
+      bytes: 128 + 2 * json.length,
+    };
   }
 }
 

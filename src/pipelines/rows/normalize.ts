@@ -3,22 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { invalidArgument } from "../../platform/errors.ts";
 import { findInJson } from "../../platform/json.ts";
 import type { ColumnMapping } from "./config.ts";
-import type { RowPatch } from "./row-store.ts";
-
-/** A row as the row store keeps it: the canonical values in their own columns, the row as sent beside them. */
-export interface StoredRow {
-  inferenceId: string;
-  /** UNIX seconds. */
-  timestamp: number;
-  output: string | null;
-  groundTruth: string | null;
-  latency: number | null;
-  cost: number | null;
-  numOfTokens: number | null;
-  sessionId: string | null;
-  userId: string | null;
-  data: JsonObject;
-}
+import type { RowPatch, SerializedRow } from "./row-store.ts";
 
 /**
  * Timestamps Warden takes: from 2000-01-01 to a week ahead of now. Each month holds a partition
@@ -43,14 +28,14 @@ export function normalizeRows(
   mapping: ColumnMapping,
   nowSeconds: number,
   where: (index: number) => string = (i) => `rows[${i}]`,
-): StoredRow[] {
+): SerializedRow[] {
   return rows.map((row, i) => normalizeRow(row, mapping, nowSeconds, where(i)));
 }
 
 /**
  * A row that updates the stored row with the same inference ID (a late ground truth, a merge):
  * its keys are merged into the stored ones, and the canonical columns that the mapping names and
- * the row has are replaced.
+ * the row has are replaced (by the row store, from the row).
  */
 export function rowPatch(row: JsonObject, mapping: ColumnMapping, nowSeconds: number, where: string, inferenceId?: string): RowPatch {
   checkStorable(row, where);
@@ -60,37 +45,30 @@ export function rowPatch(row: JsonObject, mapping: ColumnMapping, nowSeconds: nu
     throw invalidArgument(`${where}.${mapping.inferenceId} must be the inferenceId of the query, or absent`);
   }
   const patch: RowPatch = { inferenceId: inferenceId ?? (id as string), data: row };
-  const has = (column: string | undefined): column is string => column !== undefined && column in row;
-  if (has(mapping.timestamp)) patch.timestamp = timestampValue(row, mapping.timestamp, where, nowSeconds);
-  if (has(mapping.output)) patch.output = textValue(row, mapping.output);
-  if (has(mapping.groundTruth)) patch.groundTruth = textValue(row, mapping.groundTruth);
-  if (has(mapping.latency)) patch.latency = numberValue(row, mapping.latency, where);
-  if (has(mapping.cost)) patch.cost = numberValue(row, mapping.cost, where);
-  if (has(mapping.numOfTokens)) patch.numOfTokens = numberValue(row, mapping.numOfTokens, where);
-  if (has(mapping.sessionId)) patch.sessionId = idValue(row, mapping.sessionId, where) ?? null;
-  if (has(mapping.userId)) patch.userId = idValue(row, mapping.userId, where) ?? null;
+  if (mapping.timestamp !== undefined && mapping.timestamp in row) patch.timestamp = timestampValue(row, mapping.timestamp, where, nowSeconds);
+  // Checked here, for a 400 that names the row; read by the row store.
+  numberValue(row, mapping.latency, where);
+  numberValue(row, mapping.cost, where);
+  numberValue(row, mapping.numOfTokens, where);
+  idValue(row, mapping.sessionId, where);
+  idValue(row, mapping.userId, where);
   return patch;
 }
 
-function normalizeRow(row: JsonObject, mapping: ColumnMapping, nowSeconds: number, where: string): StoredRow {
+function normalizeRow(row: JsonObject, mapping: ColumnMapping, nowSeconds: number, where: string): SerializedRow {
   checkStorable(row, where);
   for (const column of mapping.required) {
     if (!(column in row)) throw invalidArgument(`${where} has no column "${column}", which the config names`);
   }
   const inferenceId = idValue(row, mapping.inferenceId, where) ?? randomUUID();
   const timestamp = timestampValue(row, mapping.timestamp, where, nowSeconds) ?? nowSeconds;
-  return {
-    inferenceId,
-    timestamp,
-    output: textValue(row, mapping.output),
-    groundTruth: textValue(row, mapping.groundTruth),
-    latency: numberValue(row, mapping.latency, where),
-    cost: numberValue(row, mapping.cost, where),
-    numOfTokens: numberValue(row, mapping.numOfTokens, where),
-    sessionId: idValue(row, mapping.sessionId, where) ?? null,
-    userId: idValue(row, mapping.userId, where) ?? null,
-    data: row,
-  };
+  // Checked here, for a 400 that names the row; read by the row store.
+  numberValue(row, mapping.latency, where);
+  numberValue(row, mapping.cost, where);
+  numberValue(row, mapping.numOfTokens, where);
+  idValue(row, mapping.sessionId, where);
+  idValue(row, mapping.userId, where);
+  return { inferenceId, timestamp, json: JSON.stringify(row) };
 }
 
 /** A mapped numeric column: a finite number or null. */
@@ -130,14 +108,6 @@ export function idValue(row: JsonObject, column: string | undefined, where: stri
     throw invalidArgument(`${where}.${column} must be a string or a number of 1 to ${MAX_ID_LENGTH} characters`);
   }
   return id;
-}
-
-/** A text column (output, ground truth): a string as is, any other value as its JSON. */
-export function textValue(row: JsonObject, column: string | undefined): string | null {
-  if (column === undefined) return null;
-  const value = row[column];
-  if (value === null || value === undefined) return null;
-  return typeof value === "string" ? value : JSON.stringify(value);
 }
 
 /** PostgreSQL's jsonb cannot hold U+0000, in a key or in a string: such a row is refused with the path of the first one. */

@@ -3,53 +3,54 @@ import type pg from "pg";
 import { inTransaction } from "../../db/pools.ts";
 import { notFound } from "../../platform/errors.ts";
 import { filterSql, orderSql, type RowQuery } from "./filters.ts";
-import type { StoredRow } from "./normalize.ts";
+import type { ColumnMapping } from "./config.ts";
 import { RowPartitions } from "./partitions.ts";
 import { presentRow, rowColumns, type RowRecord } from "./present.ts";
 
 /** What a late update or a merge changes in a stored row: the given canonical values, and `data` merged in. */
+/**
+ * What a late update or a merge changes in a stored row: `data` is merged in, and the canonical
+ * columns the mapping names and `data` holds are read from it (the timestamp, which Warden may
+ * have converted from milliseconds, comes as it is).
+ */
 export interface RowPatch {
   inferenceId: string;
   timestamp?: number;
-  output?: string | null;
-  groundTruth?: string | null;
-  latency?: number | null;
-  cost?: number | null;
-  numOfTokens?: number | null;
-  sessionId?: string | null;
-  userId?: string | null;
   data: JsonObject;
 }
 
-/** One JSON document per batch, read by PostgreSQL with jsonb_to_recordset: one parameter however many rows. */
-const recordsetColumns = "i text, t float8, o text, g text, l float8, c float8, n float8, s text, u text, d jsonb";
-
 /**
- * A row whose inference ID the pipeline has already is not stored again: the SDKs retry a POST
+ * One JSON document per batch, read by PostgreSQL with jsonb_to_recordset: one parameter however
+ * many rows. A row whose inference ID the pipeline has already is not stored again: the SDKs retry a POST
  * that timed out or failed with a 5xx, without an idempotency key, and a retried batch must not
  * count twice. (Two copies of one batch in flight at the same instant can still both land.)
+ * The canonical columns are read from the row as sent, by the column names of the mapping
+ * ($3 to $9; null when unmapped): `->>` gives a string as it is and any other value as its JSON,
+ * as normalize.ts's checks expect.
  */
 const insertSql = `
   insert into inference_row (pipeline_id, inference_id, ts, output, ground_truth, latency_ms, cost, num_tokens, session_id, user_id, data)
-  select $1, r.i, to_timestamp(r.t), r.o, r.g, r.l, r.c, r.n, r.s, r.u, r.d
-    from jsonb_to_recordset($2::jsonb) as r(${recordsetColumns})
+  select $1, r.i, to_timestamp(r.t), r.d ->> $3::text, r.d ->> $4::text, (r.d ->> $5::text)::float8, (r.d ->> $6::text)::float8,
+         (r.d ->> $7::text)::float8, r.d ->> $8::text, r.d ->> $9::text, r.d
+    from jsonb_to_recordset($2::jsonb) as r(i text, t float8, d jsonb)
    where not exists (select 1 from inference_row x where x.pipeline_id = $1 and x.inference_id = r.i)`;
 
-// A key absent from a patch leaves its column alone ("?" tests for the key, so an explicit null clears).
+// A column the mapping names ($3 to $9) that the patch's row holds replaces the stored one (an
+// explicit null clears it); the others stay.
 const mergeSql = `
   with patch as (
-    select * from jsonb_to_recordset($2::jsonb) as r(${recordsetColumns}, k jsonb)
+    select * from jsonb_to_recordset($2::jsonb) as r(i text, t float8, d jsonb)
   ), changed as (
     update inference_row row set
       data = row.data || patch.d,
-      ts = case when patch.k ? 't' then to_timestamp(patch.t) else row.ts end,
-      output = case when patch.k ? 'o' then patch.o else row.output end,
-      ground_truth = case when patch.k ? 'g' then patch.g else row.ground_truth end,
-      latency_ms = case when patch.k ? 'l' then patch.l else row.latency_ms end,
-      cost = case when patch.k ? 'c' then patch.c else row.cost end,
-      num_tokens = case when patch.k ? 'n' then patch.n else row.num_tokens end,
-      session_id = case when patch.k ? 's' then patch.s else row.session_id end,
-      user_id = case when patch.k ? 'u' then patch.u else row.user_id end
+      ts = coalesce(to_timestamp(patch.t), row.ts),
+      output = case when patch.d ? $3::text then patch.d ->> $3::text else row.output end,
+      ground_truth = case when patch.d ? $4::text then patch.d ->> $4::text else row.ground_truth end,
+      latency_ms = case when patch.d ? $5::text then (patch.d ->> $5::text)::float8 else row.latency_ms end,
+      cost = case when patch.d ? $6::text then (patch.d ->> $6::text)::float8 else row.cost end,
+      num_tokens = case when patch.d ? $7::text then (patch.d ->> $7::text)::float8 else row.num_tokens end,
+      session_id = case when patch.d ? $8::text then patch.d ->> $8::text else row.session_id end,
+      user_id = case when patch.d ? $9::text then patch.d ->> $9::text else row.user_id end
     from patch
     where row.pipeline_id = $1 and row.inference_id = patch.i
     returning patch.i
@@ -59,28 +60,27 @@ const mergeSql = `
 /** Rows deleted per statement by retention and purges: each stays well inside the statement deadline. */
 const deleteBatch = 5_000;
 
-function insertRecord(row: StoredRow): Record<string, unknown> {
-  return {
-    i: row.inferenceId, t: row.timestamp, o: row.output, g: row.groundTruth, l: row.latency, c: row.cost,
-    n: row.numOfTokens, s: row.sessionId, u: row.userId, d: row.data,
-  };
+/** A row to insert: its inference ID and timestamp, and the row as sent, already as JSON text. */
+export interface SerializedRow {
+  inferenceId: string;
+  /** UNIX seconds. */
+  timestamp: number;
+  json: string;
+}
+
+/** The batch as one JSON document, spliced from the rows' own JSON: no row is serialized twice. */
+function insertDocument(rows: readonly SerializedRow[]): string {
+  return `[${rows.map((row) => `{"i":${JSON.stringify(row.inferenceId)},"t":${row.timestamp},"d":${row.json}}`).join(",")}]`;
+}
+
+/** The column names the insert reads the canonical values from, in the order of $3 to $9. */
+function canonicalSources(mapping: ColumnMapping): (string | null)[] {
+  return [mapping.output, mapping.groundTruth, mapping.latency, mapping.cost, mapping.numOfTokens, mapping.sessionId, mapping.userId]
+    .map((column) => column ?? null);
 }
 
 function patchRecord(patch: RowPatch): Record<string, unknown> {
-  const record: Record<string, unknown> = { i: patch.inferenceId, d: patch.data };
-  const set = (key: string, value: unknown) => {
-    if (value !== undefined) record[key] = value;
-  };
-  set("t", patch.timestamp);
-  set("o", patch.output);
-  set("g", patch.groundTruth);
-  set("l", patch.latency);
-  set("c", patch.cost);
-  set("n", patch.numOfTokens);
-  set("s", patch.sessionId);
-  set("u", patch.userId);
-  record.k = Object.fromEntries(Object.keys(record).map((key) => [key, true]));
-  return record;
+  return { i: patch.inferenceId, t: patch.timestamp ?? null, d: patch.data };
 }
 
 export interface WriteOptions {
@@ -94,9 +94,9 @@ export interface WriteOptions {
 export interface RowWriter {
   /** Rows inserted so far in this transaction (rows already stored are skipped, not counted). */
   readonly added: number;
-  insert(rows: readonly StoredRow[]): Promise<void>;
+  insert(rows: readonly SerializedRow[], mapping: ColumnMapping): Promise<void>;
   /** Merges each patch into the rows with its inference ID; returns the IDs that match no row. */
-  merge(patches: readonly RowPatch[]): Promise<string[]>;
+  merge(patches: readonly RowPatch[], mapping: ColumnMapping): Promise<string[]>;
 }
 
 /**
@@ -127,19 +127,19 @@ export class RowStore {
         get added() {
           return added;
         },
-        insert: async (rows) => {
+        insert: async (rows, mapping) => {
           if (rows.length === 0) return;
           const timestamps = rows.map((row) => row.timestamp);
           await this.#partitions.ensure(this.#pool, timestamps);
-          const params = [pipelineId, JSON.stringify(rows.map(insertRecord))];
+          const params = [pipelineId, insertDocument(rows), ...canonicalSources(mapping)];
           const inserted = await this.#withPartitions(client, timestamps, () => client.query(insertSql, params));
           added += inserted.rowCount ?? 0;
         },
-        merge: async (patches) => {
+        merge: async (patches, mapping) => {
           if (patches.length === 0) return [];
           const moved = patches.flatMap((patch) => (patch.timestamp === undefined ? [] : [patch.timestamp]));
           await this.#partitions.ensure(this.#pool, moved);
-          const params = [pipelineId, JSON.stringify(patches.map(patchRecord))];
+          const params = [pipelineId, JSON.stringify(patches.map(patchRecord)), ...canonicalSources(mapping)];
           const result = await this.#withPartitions(client, moved, () => client.query<{ inference_id: string }>(mergeSql, params));
           return result.rows.map((row) => row.inference_id);
         },
