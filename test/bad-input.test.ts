@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { auth, Permission as ProtoPermission } from "../gen/warden/api/v1/annotations_pb.js";
 import { RouteTable } from "../src/rest/route-table.ts";
 import { services } from "../src/routes.ts";
+import { subtypes } from "../src/tests/catalog.ts";
 import { hashKey } from "../src/workspaces/keys.ts";
 import { addWorkspace } from "./support/workspace.ts";
 import { startTestApp, type TestApp } from "./support/app.ts";
@@ -691,6 +692,7 @@ describe("POST /v1/projects/{id}/tests", () => {
     ["includePipelines: a string", { ...validTest(), includePipelines: randomUUID() }, "includePipelines must be an array"],
     ["includePipelines: [1]", { ...validTest(), includePipelines: [1] }, "includePipelines[0] must be a string"],
     ["name: 256 characters", { ...validTest(), name: "n".repeat(256) }, "name must be at most 255 characters"],
+    ["subtype: not in the catalog", { ...validTest(), subtype: "rowcount" }, `subtype must be one of: ${subtypes.join(", ")}`],
   ];
   it.each(wrongTypes)("%s is 400", async (_, body, message) => {
     expectError(await call("POST", path(), { body }), 400, message);
@@ -703,10 +705,6 @@ describe("POST /v1/projects/{id}/tests", () => {
     ["no name", { description: null, type: "integrity", subtype: "s", thresholds: [threshold] }, "name is required"],
     ["no type", { name: "x", description: null, subtype: "s", thresholds: [threshold] }, "type is required"],
     ["no subtype", { name: "x", description: null, type: "integrity", thresholds: [threshold] }, "subtype is required"],
-    ["no thresholds[0].insightName", { ...validTest(), thresholds: [{ measurement: "m", operator: "<=", value: 0 }] }, "thresholds[0].insightName is required"],
-    ["no thresholds[0].measurement", { ...validTest(), thresholds: [{ insightName: "i", operator: "<=", value: 0 }] }, "thresholds[0].measurement is required"],
-    ["no thresholds[0].operator", { ...validTest(), thresholds: [{ insightName: "i", measurement: "m", value: 0 }] }, "thresholds[0].operator is required"],
-    ["no thresholds[0].value", { ...validTest(), thresholds: [{ insightName: "i", measurement: "m", operator: "<=" }] }, `thresholds[0].value ${thresholdValue}`],
   ];
   it.each(missing)("%s is 400", async (_, body, message) => {
     expectError(await call("POST", path(), { body }), 400, message);
@@ -726,15 +724,24 @@ describe("POST /v1/projects/{id}/tests", () => {
     expectError(await call("POST", path(), { body: { ...validTest(), originProjectVersionId: other.version } }), 404, "Project version not found");
   });
 
+  it("a threshold that leaves keys out gets the documented defaults (the SDKs' own example sends thresholds: [{}])", async () => {
+    const response = await call("POST", path(), { body: { ...validTest("defaults"), subtype: "nullRowCount", thresholds: [{}, { measurement: "rowCount" }] } });
+    expect(response.status).toBe(201);
+    expect((response.body as { thresholds: unknown }).thresholds).toEqual([
+      { insightName: "nullRowCount", insightParameters: null, measurement: "nullRowCount", operator: "<=", thresholdMode: "manual", value: 0 },
+      { insightName: "nullRowCount", insightParameters: null, measurement: "rowCount", operator: ">", thresholdMode: "manual", value: 0 },
+    ]);
+  });
+
   it("unknown keys are ignored on create", async () => {
     const response = await call("POST", path(), { body: { ...validTest("extras"), suggested: true, number: 99, commentCount: 5, thresholds: [{ ...threshold, note: "x" }] } });
     expect(response.status).toBe(201);
-    expect(response.body).toMatchObject({ name: "extras", suggested: false, number: 2, commentCount: 0 });
+    expect(response.body).toMatchObject({ name: "extras", suggested: false, number: 3, commentCount: 0 });
   });
 
   it("the failed creates made no test", async () => {
     const list = await call("GET", path());
-    expect((list.body as { items: { name: string }[] }).items.map((x) => x.name)).toEqual(["t", "extras"]);
+    expect((list.body as { items: { name: string }[] }).items.map((x) => x.name)).toEqual(["t", "defaults", "extras"]);
   });
 });
 
@@ -762,6 +769,7 @@ describe("PUT /v1/projects/{id}/tests (bulk update)", () => {
   const path = () => `/v1/projects/${own.project}/tests`;
   const cases: [label: string, body: () => unknown, message: () => string][] = [
     ["an empty body", () => ({}), () => "payloads is required"],
+    ["no payloads", () => ({ payloads: [] }), () => "payloads must hold at least one item"],
     ["payloads: an object", () => ({ payloads: { id: own.test } }), () => "payloads must be an array"],
     ["payloads[0]: a string", () => ({ payloads: [own.test] }), () => "payloads[0] must be an object"],
     ["401 payloads", () => ({ payloads: Array.from({ length: 401 }, () => ({ id: randomUUID() })) }), () => "payloads may hold at most 400 items"],

@@ -68,7 +68,7 @@ describe("creating and listing tests", () => {
       subtype: "rowCount",
       thresholds: [
         { insightName: "metrics", insightParameters: [{ name: "column", value: "a" }], measurement: "rowCount", operator: ">=", thresholdMode: "manual", value: 10 },
-        { insightName: "labels", insightParameters: null, measurement: "values", operator: "is", thresholdMode: null, value: ["x", "y"] },
+        { insightName: "labels", insightParameters: null, measurement: "values", operator: "is", thresholdMode: "manual", value: ["x", "y"] },
       ],
       archived: false,
       suggested: false,
@@ -171,7 +171,7 @@ describe("bulk test update", () => {
     const list = await call("GET", `/v1/projects/${project}/tests?includeArchived=true`);
     const [first, second] = (list.body as { items: Record<string, unknown>[] }).items;
     expect(first).toMatchObject({ id: a.id, name: "renamed", description: "d", archived: true, dateArchived: iso });
-    expect(second).toMatchObject({ id: b.id, name: "no dupes", thresholds: [{ ...threshold, value: 5, insightParameters: null, thresholdMode: null }] });
+    expect(second).toMatchObject({ id: b.id, name: "no dupes", thresholds: [{ ...threshold, value: 5, insightParameters: null, thresholdMode: "manual" }] });
 
     const stranger = client(t.baseUrl, "sk-wm-not-a-key");
     expect((await stranger("GET", handle.taskResultUrl.slice(t.baseUrl.length))).status).toBe(401);

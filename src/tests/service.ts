@@ -22,7 +22,8 @@ import type { TaskQueue } from "../tasks/queue.ts";
 import { taskResultPath } from "../tasks/service.ts";
 import { bulkUpdateTaskType, maxBulkUpdatePayloads, type BulkUpdatePayload } from "./bulk-update.ts";
 import { TestEntity, TestResultEntity, type Test, type TestResult } from "./entities.ts";
-import { loadThresholds, storeThresholds, validateThresholds } from "./thresholds.ts";
+import { requireSubtype } from "./catalog.ts";
+import { loadThresholds, storeThresholds, validateThresholds, withDefaults } from "./thresholds.ts";
 
 /** fairness and robustness exist as list filters only. */
 const creatableTypes: readonly TestType[] = [TestType.INTEGRITY, TestType.CONSISTENCY, TestType.PERFORMANCE];
@@ -41,8 +42,9 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
       const name = requireText("name", req.name, 255);
       const type = requireEnum("type", TestType, req.type);
       if (!creatableTypes.includes(req.type)) throw invalidArgument("type must be one of: integrity, consistency, performance");
-      const subtype = requireText("subtype", req.subtype, 64);
-      validateThresholds("thresholds", req.thresholds);
+      const subtype = requireSubtype(requireText("subtype", req.subtype, 64));
+      const thresholds = withDefaults(subtype, req.thresholds);
+      validateThresholds("thresholds", thresholds);
       const includePipelines = req.includePipelines.map((id, i) => requireUuid(`includePipelines[${i}]`, id));
       const excludePipelines = req.excludePipelines.map((id, i) => requireUuid(`excludePipelines[${i}]`, id));
       let originProjectVersionId: string | null = null;
@@ -63,7 +65,7 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
           description: optionalText("description", req.description, 10_000) ?? null,
           type,
           subtype,
-          thresholds: storeThresholds(req.thresholds),
+          thresholds: storeThresholds(thresholds),
           archived,
           suggested: false,
           usesMlModel: req.usesMlModel ?? false,
@@ -148,6 +150,7 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
 
 /** Everything about a bulk update that can be checked before it is queued. */
 function validateBulkUpdate(req: UpdateTestsRequest): BulkUpdatePayload["payloads"] {
+  if (req.payloads.length === 0) throw invalidArgument("payloads must hold at least one item");
   if (req.payloads.length > maxBulkUpdatePayloads) {
     throw invalidArgument(`payloads may hold at most ${maxBulkUpdatePayloads} items`);
   }

@@ -1,10 +1,34 @@
-import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
-import type { Value } from "@bufbuild/protobuf/wkt";
-import { ThresholdSchema, type Threshold } from "../../gen/warden/tests/v1/tests_pb.js";
-import { Operator } from "../../gen/warden/tests/v1/tests_pb.js";
+import { create, fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import { Operator, ThresholdMode, ThresholdSchema, type Threshold } from "../../gen/warden/tests/v1/tests_pb.js";
+import { defaultCondition, defaultMeasurement } from "./catalog.ts";
 import { invalidArgument } from "../platform/errors.ts";
 import { requireText } from "../platform/validate.ts";
 import type { StoredThreshold } from "./entities.ts";
+
+/**
+ * A created test's thresholds with what they leave out filled in (docs/tests.md): the insight is
+ * the subtype, the measurement the subtype's own, the condition "none of it" (rowCount: "more than
+ * none"), and the mode manual. The SDKs' own example creates a test with `thresholds: [{}]`.
+ */
+export function withDefaults(subtype: string, thresholds: Threshold[]): Threshold[] {
+  return thresholds.map((threshold) => {
+    const measurement = threshold.measurement || defaultMeasurement(subtype);
+    const condition = defaultCondition(measurement);
+    return create(ThresholdSchema, {
+      ...threshold,
+      insightName: threshold.insightName || subtype,
+      measurement,
+      operator: threshold.operator === Operator.UNSPECIFIED ? operatorOf(condition.operator) : threshold.operator,
+      value: threshold.value ?? create(ValueSchema, { kind: { case: "numberValue", value: condition.value } }),
+      thresholdMode: threshold.thresholdMode ?? ThresholdMode.MANUAL,
+    });
+  });
+}
+
+function operatorOf(operator: ">" | "<="): Operator {
+  return operator === ">" ? Operator.GREATER : Operator.LESS_OR_EQUAL;
+}
 
 /** Checks what the proto cannot say: required parts, and the allowed shapes of `value`. */
 export function validateThresholds(field: string, thresholds: Threshold[]): void {
@@ -37,6 +61,11 @@ export function storeThresholds(thresholds: Threshold[]): StoredThreshold[] {
   return thresholds.map((t) => toJson(ThresholdSchema, t) as JsonObject);
 }
 
+/** Stored thresholds, as answers show them: one without a mode (stored before modes defaulted) is manual. */
 export function loadThresholds(stored: StoredThreshold[]): Threshold[] {
-  return stored.map((t) => fromJson(ThresholdSchema, t, { ignoreUnknownFields: true }));
+  return stored.map((t) => {
+    const threshold = fromJson(ThresholdSchema, t, { ignoreUnknownFields: true });
+    threshold.thresholdMode ??= ThresholdMode.MANUAL;
+    return threshold;
+  });
 }
