@@ -81,7 +81,7 @@ export async function runIngestBench(options: IngestBenchOptions): Promise<strin
       const calls = Math.max(4, Math.round(((batch === 100 ? 600 : 80) * options.scale)));
       const restPipeline = await pipeline(`rest-${batch}`);
       const directPipeline = await pipeline(`direct-${batch}`);
-      const target = { id: directPipeline, workspaceId: "", taskType: "llm-base" as const };
+      const target = { id: directPipeline, workspaceId: "", projectId, taskType: "llm-base" as const };
       const latencies = new Map<string, number[]>();
       const timed = (name: string, send: () => Promise<void>): Door => ({
         name,

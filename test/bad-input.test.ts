@@ -151,6 +151,8 @@ interface RouteCase {
   list?: boolean;
   /** Capped at WARDEN_INGEST_MAX_BODY_BYTES instead (test/pipeline-data.test.ts). */
   largeBody?: boolean;
+  /** A list's answer past its last page, when it holds more than `items`. */
+  emptyPage?: unknown;
   /** The field named when the first ID of the path is not a UUID, and the 404 message. */
   idField?: string;
   notFound?: string;
@@ -199,6 +201,8 @@ const routes: RouteCase[] = [
   { method: "GET", template: "/v1/inference-pipelines/{pipeline}/rows/{row}", rpc: "GetRow", permission: "READ", ...pipelineId },
   { method: "DELETE", template: "/v1/inference-pipelines/{pipeline}/rows/{row}", rpc: "DeleteRow", permission: "ADMIN", ...pipelineId },
   { method: "POST", template: "/v1/storage/presigned-url?objectName=data.csv", rpc: "CreatePresignedUrl", permission: "WRITE" },
+  { method: "GET", template: "/v1/inference-pipelines/{pipeline}/results", rpc: "ListPipelineTestResults", permission: "READ", list: true, ...pipelineId },
+  { method: "GET", template: "/v1/tests/{test}/results", rpc: "ListResultsOfTest", permission: "READ", list: true, idField: "testId", notFound: "Test not found", emptyPage: { items: [], lastUnskippedResult: null } },
 ];
 
 const bodyRoutes = routes.filter((r) => r.body);
@@ -402,12 +406,12 @@ describe("pagination on every list route", () => {
     expectError(await call("GET", `${fill(template, own)}?${query}`), 400, message);
   });
 
-  it.each(listRoutes)("$method $template: the edges 1 and 100 are allowed, and a page far past the end is empty", async ({ template }) => {
+  it.each(listRoutes)("$method $template: the edges 1 and 100 are allowed, and a page far past the end is empty", async ({ template, emptyPage }) => {
     const path = fill(template, own);
     expect((await call("GET", `${path}?perPage=1`)).status).toBe(200);
     expect((await call("GET", `${path}?perPage=100`)).status).toBe(200);
     const far = await call("GET", `${path}?page=2147483647&perPage=100`);
-    expect({ status: far.status, body: far.body }).toEqual({ status: 200, body: { items: [] } });
+    expect({ status: far.status, body: far.body }).toEqual({ status: 200, body: emptyPage ?? { items: [] } });
   });
 });
 

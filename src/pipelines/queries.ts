@@ -34,6 +34,7 @@ export async function requireLlmPipeline(em: EntityManager, workspaceId: string,
 export interface PipelineTarget {
   id: string;
   workspaceId: string;
+  projectId: string;
   taskType: TaskTypeName;
 }
 
@@ -62,5 +63,5 @@ export async function pipelineTarget(em: EntityManager, pipelineId: string, work
   const pipeline = await em.findOne(InferencePipelineEntity, where, { fields: ["id", "workspaceId", "projectId"] });
   const taskType = pipeline ? await taskTypeOf(em, pipeline.projectId) : undefined;
   if (!pipeline || !taskType) throw notFound("Inference pipeline not found");
-  return { id: pipeline.id, workspaceId: pipeline.workspaceId, taskType };
+  return { id: pipeline.id, workspaceId: pipeline.workspaceId, projectId: pipeline.projectId, taskType };
 }

@@ -1,29 +1,23 @@
 import { randomUUID } from "node:crypto";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import {
-  TestResultStatus,
-  TestType,
-  type TestResultSchema,
-  type TestSchema,
-  type TestService,
-  type UpdateTestsRequest,
-} from "../../gen/warden/tests/v1/tests_pb.js";
+import { TestType, type TestService, type UpdateTestsRequest } from "../../gen/warden/tests/v1/tests_pb.js";
 import { requireVersion } from "../commits/queries.ts";
 import { emOf, principalOf } from "../platform/context.ts";
-import { enumName, enumValue, requireEnum } from "../platform/enums.ts";
+import { enumName, requireEnum } from "../platform/enums.ts";
 import { invalidArgument, notFound } from "../platform/errors.ts";
 import { pageOf, paged } from "../platform/pagination.ts";
 import { baseUrlOf } from "../platform/urls.ts";
 import { optionalText, requireText, requireUuid } from "../platform/validate.ts";
+import { pipelineTarget } from "../pipelines/queries.ts";
 import { nextTestNumber, requireProject } from "../projects/queries.ts";
 import type { TaskQueue } from "../tasks/queue.ts";
 import { taskResultPath } from "../tasks/service.ts";
 import { bulkUpdateTaskType, maxBulkUpdatePayloads, type BulkUpdatePayload } from "./bulk-update.ts";
-import { TestEntity, TestResultEntity, type Test, type TestResult } from "./entities.ts";
+import { TestEntity } from "./entities.ts";
+import { testMessage } from "./messages.ts";
+import { lastUnskippedResult, listResults } from "./results.ts";
 import { requireSubtype } from "./catalog.ts";
-import { loadThresholds, storeThresholds, validateThresholds, withDefaults } from "./thresholds.ts";
+import { storeThresholds, validateThresholds, withDefaults } from "./thresholds.ts";
 
 /** fairness and robustness exist as list filters only. */
 const creatableTypes: readonly TestType[] = [TestType.INTEGRITY, TestType.CONSISTENCY, TestType.PERFORMANCE];
@@ -128,22 +122,47 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
 
     async listTestResults(req, ctx) {
       const em = emOf(ctx);
-      const version = await requireVersion(em, principalOf(ctx), req.projectVersionId);
-      const page = pageOf(req);
-      const testWhere: Record<string, unknown> = { projectId: version.projectId };
-      if (!req.includeArchived) testWhere.archived = false;
-      if (req.type !== undefined) testWhere.type = enumName(TestType, req.type);
-      const tests = await em.find(TestEntity, testWhere);
-      const byId = new Map(tests.map((t) => [t.id, t]));
-      const where: Record<string, unknown> = { projectVersionId: version.id, testId: { $in: [...byId.keys()] } };
-      if (req.status !== undefined) where.status = enumName(TestResultStatus, req.status);
-      const rows = byId.size === 0 ? [] : await em.find(TestResultEntity, where, {
-        orderBy: [{ dateCreated: "desc" }, { id: "desc" }],
-        limit: page.limit + 1,
-        offset: page.offset,
-      });
-      const { items, nextPage } = paged(rows, page);
-      return { items: items.map((result) => resultMessage(result, byId.get(result.testId)!)), nextPage };
+      const principal = principalOf(ctx);
+      const version = await requireVersion(em, principal, req.projectVersionId);
+      return listResults(em, {
+        of: { projectVersionId: version.id },
+        workspaceId: principal.workspaceId,
+        tests: { projectId: version.projectId, includeArchived: req.includeArchived ?? false, types: req.type },
+        statuses: req.status,
+      }, pageOf(req));
+    },
+
+    async listPipelineTestResults(req, ctx) {
+      const em = emOf(ctx);
+      const principal = principalOf(ctx);
+      const pipeline = await pipelineTarget(em, requireUuid("inferencePipelineId", req.inferencePipelineId), principal.workspaceId);
+      return listResults(em, {
+        of: { inferencePipelineId: pipeline.id },
+        workspaceId: principal.workspaceId,
+        tests: { projectId: pipeline.projectId, includeArchived: req.includeArchived ?? false, types: req.type },
+        statuses: req.status,
+        start: req.startTimestamp,
+        end: req.endTimestamp,
+      }, pageOf(req));
+    },
+
+    async listResultsOfTest(req, ctx) {
+      const em = emOf(ctx);
+      const principal = principalOf(ctx);
+      const test = await em.findOne(TestEntity, { id: requireUuid("testId", req.testId), workspaceId: principal.workspaceId });
+      if (!test) throw notFound("Test not found");
+      const page = await listResults(em, {
+        of: { testId: test.id },
+        workspaceId: principal.workspaceId,
+        // The test was asked for by its ID: its results are listed, archived or not.
+        tests: { ids: [test.id], includeArchived: true, types: [] },
+        statuses: req.status,
+        start: req.startTimestamp,
+        end: req.endTimestamp,
+        inferencePipelineId: req.inferencePipelineId === undefined ? undefined : requireUuid("inferencePipelineId", req.inferencePipelineId),
+        projectVersionId: req.projectVersionId === undefined ? undefined : requireUuid("projectVersionId", req.projectVersionId),
+      }, pageOf(req));
+      return { ...page, lastUnskippedResult: await lastUnskippedResult(em, test) };
     },
   };
 }
@@ -179,54 +198,3 @@ function nonNegative(field: string, value: number | undefined): number | null {
   return value;
 }
 
-export function testMessage(test: Test): MessageInitShape<typeof TestSchema> {
-  return {
-    id: test.id,
-    number: test.number,
-    name: test.name,
-    description: test.description ?? undefined,
-    type: enumValue(TestType, test.type),
-    subtype: test.subtype,
-    thresholds: loadThresholds(test.thresholds),
-    archived: test.archived,
-    suggested: test.suggested,
-    usesMlModel: test.usesMlModel,
-    usesTrainingDataset: test.usesTrainingDataset,
-    usesValidationDataset: test.usesValidationDataset,
-    usesReferenceDataset: test.usesReferenceDataset,
-    usesProductionData: test.usesProductionData,
-    evaluationWindow: test.evaluationWindow ?? undefined,
-    delayWindow: test.delayWindow ?? undefined,
-    defaultToAllPipelines: test.defaultToAllPipelines ?? undefined,
-    includePipelines: test.includePipelines ?? [],
-    excludePipelines: test.excludePipelines ?? [],
-    includeHistoricalData: test.includeHistoricalData ?? undefined,
-    commentCount: test.commentCount,
-    creatorId: test.creatorId ?? undefined,
-    dateCreated: timestampFromDate(test.dateCreated),
-    dateUpdated: timestampFromDate(test.dateUpdated),
-    dateArchived: test.dateArchived ? timestampFromDate(test.dateArchived) : undefined,
-    originProjectVersionId: test.originProjectVersionId ?? undefined,
-  };
-}
-
-function resultMessage(result: TestResult, test: Test): MessageInitShape<typeof TestResultSchema> {
-  return {
-    id: result.id,
-    dateCreated: timestampFromDate(result.dateCreated),
-    dateUpdated: timestampFromDate(result.dateUpdated),
-    dateDataStarts: result.dateDataStarts ? timestampFromDate(result.dateDataStarts) : undefined,
-    dateDataEnds: result.dateDataEnds ? timestampFromDate(result.dateDataEnds) : undefined,
-    inferencePipelineId: result.inferencePipelineId ?? undefined,
-    projectVersionId: result.projectVersionId ?? undefined,
-    status: enumValue(TestResultStatus, result.status),
-    statusMessage: result.statusMessage ?? undefined,
-    goalId: test.id,
-    goal: testMessage(test),
-    expectedValues: result.expectedValues.map((v) => ({
-      measurement: v.measurement,
-      lowerThreshold: v.lowerThreshold ?? undefined,
-      upperThreshold: v.upperThreshold ?? undefined,
-    })),
-  };
-}

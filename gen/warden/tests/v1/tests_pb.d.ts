@@ -581,14 +581,16 @@ export declare type ListTestResultsRequest = Message<"warden.tests.v1.ListTestRe
   includeArchived?: boolean | undefined;
 
   /**
-   * @generated from field: optional warden.tests.v1.TestResultStatus status = 5;
+   * Any of these; over REST comma-separated (status=passing,failing).
+   *
+   * @generated from field: repeated warden.tests.v1.TestResultStatus status = 5;
    */
-  status?: TestResultStatus | undefined;
+  status: TestResultStatus[];
 
   /**
-   * @generated from field: optional warden.tests.v1.TestType type = 6;
+   * @generated from field: repeated warden.tests.v1.TestType type = 6;
    */
-  type?: TestType | undefined;
+  type: TestType[];
 };
 
 /**
@@ -596,6 +598,173 @@ export declare type ListTestResultsRequest = Message<"warden.tests.v1.ListTestRe
  * Use `create(ListTestResultsRequestSchema)` to create a new message.
  */
 export declare const ListTestResultsRequestSchema: GenMessage<ListTestResultsRequest>;
+
+/**
+ * @generated from message warden.tests.v1.ListPipelineTestResultsRequest
+ */
+export declare type ListPipelineTestResultsRequest = Message<"warden.tests.v1.ListPipelineTestResultsRequest"> & {
+  /**
+   * @generated from field: string inference_pipeline_id = 1;
+   */
+  inferencePipelineId: string;
+
+  /**
+   * @generated from field: optional int32 page = 2;
+   */
+  page?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 per_page = 3;
+   */
+  perPage?: number | undefined;
+
+  /**
+   * @generated from field: optional bool include_archived = 4;
+   */
+  includeArchived?: boolean | undefined;
+
+  /**
+   * @generated from field: repeated warden.tests.v1.TestResultStatus status = 5;
+   */
+  status: TestResultStatus[];
+
+  /**
+   * @generated from field: repeated warden.tests.v1.TestType type = 6;
+   */
+  type: TestType[];
+
+  /**
+   * UNIX seconds: results whose window ends after start, and starts before end.
+   *
+   * @generated from field: optional int64 start_timestamp = 7;
+   */
+  startTimestamp?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 end_timestamp = 8;
+   */
+  endTimestamp?: bigint | undefined;
+};
+
+/**
+ * Describes the message warden.tests.v1.ListPipelineTestResultsRequest.
+ * Use `create(ListPipelineTestResultsRequestSchema)` to create a new message.
+ */
+export declare const ListPipelineTestResultsRequestSchema: GenMessage<ListPipelineTestResultsRequest>;
+
+/**
+ * @generated from message warden.tests.v1.ListPipelineTestResultsResponse
+ */
+export declare type ListPipelineTestResultsResponse = Message<"warden.tests.v1.ListPipelineTestResultsResponse"> & {
+  /**
+   * @generated from field: repeated warden.tests.v1.TestResult items = 1;
+   */
+  items: TestResult[];
+
+  /**
+   * @generated from field: optional int32 next_page = 2;
+   */
+  nextPage?: number | undefined;
+};
+
+/**
+ * Describes the message warden.tests.v1.ListPipelineTestResultsResponse.
+ * Use `create(ListPipelineTestResultsResponseSchema)` to create a new message.
+ */
+export declare const ListPipelineTestResultsResponseSchema: GenMessage<ListPipelineTestResultsResponse>;
+
+/**
+ * @generated from message warden.tests.v1.ListResultsOfTestRequest
+ */
+export declare type ListResultsOfTestRequest = Message<"warden.tests.v1.ListResultsOfTestRequest"> & {
+  /**
+   * @generated from field: string test_id = 1;
+   */
+  testId: string;
+
+  /**
+   * @generated from field: optional int32 page = 2;
+   */
+  page?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 per_page = 3;
+   */
+  perPage?: number | undefined;
+
+  /**
+   * @generated from field: optional bool include_archived = 4;
+   */
+  includeArchived?: boolean | undefined;
+
+  /**
+   * @generated from field: repeated warden.tests.v1.TestResultStatus status = 5;
+   */
+  status: TestResultStatus[];
+
+  /**
+   * UNIX seconds: results whose window ends after start, and starts before end.
+   *
+   * @generated from field: optional int64 start_timestamp = 6;
+   */
+  startTimestamp?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 end_timestamp = 7;
+   */
+  endTimestamp?: bigint | undefined;
+
+  /**
+   * @generated from field: optional string inference_pipeline_id = 8;
+   */
+  inferencePipelineId?: string | undefined;
+
+  /**
+   * @generated from field: optional string project_version_id = 9;
+   */
+  projectVersionId?: string | undefined;
+
+  /**
+   * Accepted, as the SDKs send it; results carry no insights.
+   *
+   * @generated from field: optional bool include_insights = 10;
+   */
+  includeInsights?: boolean | undefined;
+};
+
+/**
+ * Describes the message warden.tests.v1.ListResultsOfTestRequest.
+ * Use `create(ListResultsOfTestRequestSchema)` to create a new message.
+ */
+export declare const ListResultsOfTestRequestSchema: GenMessage<ListResultsOfTestRequest>;
+
+/**
+ * @generated from message warden.tests.v1.ListResultsOfTestResponse
+ */
+export declare type ListResultsOfTestResponse = Message<"warden.tests.v1.ListResultsOfTestResponse"> & {
+  /**
+   * @generated from field: repeated warden.tests.v1.TestResult items = 1;
+   */
+  items: TestResult[];
+
+  /**
+   * @generated from field: optional int32 next_page = 2;
+   */
+  nextPage?: number | undefined;
+
+  /**
+   * The newest result whose status is not skipped, whatever the filters and page.
+   *
+   * @generated from field: warden.tests.v1.TestResult last_unskipped_result = 3;
+   */
+  lastUnskippedResult?: TestResult | undefined;
+};
+
+/**
+ * Describes the message warden.tests.v1.ListResultsOfTestResponse.
+ * Use `create(ListResultsOfTestResponseSchema)` to create a new message.
+ */
+export declare const ListResultsOfTestResponseSchema: GenMessage<ListResultsOfTestResponse>;
 
 /**
  * @generated from message warden.tests.v1.ListTestResultsResponse
@@ -839,6 +1008,26 @@ export declare const TestService: GenService<{
     methodKind: "unary";
     input: typeof ListTestResultsRequestSchema;
     output: typeof ListTestResultsResponseSchema;
+  },
+  /**
+   * The results of a pipeline's monitoring tests, newest window first.
+   *
+   * @generated from rpc warden.tests.v1.TestService.ListPipelineTestResults
+   */
+  listPipelineTestResults: {
+    methodKind: "unary";
+    input: typeof ListPipelineTestResultsRequestSchema;
+    output: typeof ListPipelineTestResultsResponseSchema;
+  },
+  /**
+   * One test's results, newest window first, with its latest result that was not skipped.
+   *
+   * @generated from rpc warden.tests.v1.TestService.ListResultsOfTest
+   */
+  listResultsOfTest: {
+    methodKind: "unary";
+    input: typeof ListResultsOfTestRequestSchema;
+    output: typeof ListResultsOfTestResponseSchema;
   },
 }>;
 
