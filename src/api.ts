@@ -21,6 +21,7 @@ import type { RowIngest } from "./pipelines/ingest.ts";
 import { RowMaintenance } from "./pipelines/rows/maintenance.ts";
 import type { RowStore } from "./pipelines/rows/row-store.ts";
 import { routes, services } from "./routes.ts";
+import { commitEvaluationHandler, commitEvaluationTaskType } from "./commits/evaluation.ts";
 import { createStorage } from "./storage/storage.ts";
 import { TaskQueue } from "./tasks/queue.ts";
 import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
@@ -40,17 +41,18 @@ export async function startApi(
   gateway: { secrets: SecretBox; masterKey: Buffer; consumption: Pick<CounterStore, "consumption"> },
   rows: { pool: pg.Pool; store: RowStore; ingest: RowIngest },
 ): Promise<Api> {
-  const tasks = new TaskQueue(databaseUrl, config.databaseDeadlines, orm, logger);
-  tasks.register(bulkUpdateTaskType, runBulkUpdate);
-  await tasks.start({ runWorkers: config.runWorkers });
-  const maintenance = config.runWorkers
-    ? new RowMaintenance({ orm, pool: rows.pool, store: rows.store, logger, intervalMs: config.ingest.maintenanceIntervalMs })
-    : undefined;
-
   // Uploads (src/storage): the store that presigns and opens objects, and the handler of upload URLs,
   // signed with a key derived from the master key.
   const objectStorage = await createStorage(config.storage, { dataDir: config.dataDir, masterKey: gateway.masterKey, logger });
   const storage = objectStorage.objects;
+
+  const tasks = new TaskQueue(databaseUrl, config.databaseDeadlines, orm, logger);
+  tasks.register(bulkUpdateTaskType, runBulkUpdate);
+  tasks.register(commitEvaluationTaskType, commitEvaluationHandler({ objects: storage, maxBytes: config.storage.maxObjectBytes, logger }));
+  await tasks.start({ runWorkers: config.runWorkers });
+  const maintenance = config.runWorkers
+    ? new RowMaintenance({ orm, pool: rows.pool, store: rows.store, logger, intervalMs: config.ingest.maintenanceIntervalMs })
+    : undefined;
   const routeFn = routes({
     publicUrl: config.publicUrl,
     tasks,

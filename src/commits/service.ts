@@ -12,12 +12,15 @@ import { pageOf, paged } from "../platform/pagination.ts";
 import { baseUrlOf } from "../platform/urls.ts";
 import { optionalText, requireText } from "../platform/validate.ts";
 import { requireProject } from "../projects/queries.ts";
+import type { TaskQueue } from "../tasks/queue.ts";
 import { countResultsBy } from "../tests/queries.ts";
+import { commitEvaluationTaskType, type CommitEvaluationPayload } from "./evaluation.ts";
 import { ProjectVersionEntity, type ProjectVersion } from "./entities.ts";
 import { requireVersion } from "./queries.ts";
 
 export interface CommitServiceOptions {
   publicUrl: string | undefined;
+  tasks: Pick<TaskQueue, "enqueue">;
 }
 
 export function createCommitService(options: CommitServiceOptions): ServiceImpl<typeof CommitService> {
@@ -59,13 +62,15 @@ export function createCommitService(options: CommitServiceOptions): ServiceImpl<
         gitCommitUrl: optionalText("commit.gitCommitUrl", req.commit.gitCommitUrl, 2_000) ?? null,
         archived,
         dateArchived: archived ? now : null,
-        // Evaluating commits is later work: a new commit waits in the queue until then.
         status: enumName(EvaluationStatus, EvaluationStatus.QUEUED),
         statusMessage: "Waiting to be evaluated",
         deploymentStatus: optionalText("deploymentStatus", req.deploymentStatus, 64) ?? "Deployed",
         dateCreated: now,
       });
-      await em.flush();
+      // The commit and its evaluation task are written in one flush, then the task is queued
+      // (src/commits/evaluation.ts).
+      const payload: CommitEvaluationPayload = { projectVersionId: version.id };
+      await options.tasks.enqueue(em, project.workspaceId, commitEvaluationTaskType, payload);
       const [message] = await versionMessages(em, [version], baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url));
       return { projectVersion: message };
     },
