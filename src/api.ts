@@ -22,6 +22,7 @@ import { RowMaintenance } from "./pipelines/rows/maintenance.ts";
 import type { RowStore } from "./pipelines/rows/row-store.ts";
 import { routes, services } from "./routes.ts";
 import { commitEvaluationHandler, commitEvaluationTaskType } from "./commits/evaluation.ts";
+import { windowEvaluationHandler, windowEvaluationTaskType } from "./tests/evaluation/task.ts";
 import { createStorage } from "./storage/storage.ts";
 import { TaskQueue } from "./tasks/queue.ts";
 import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
@@ -49,6 +50,7 @@ export async function startApi(
   const tasks = new TaskQueue(databaseUrl, config.databaseDeadlines, orm, logger);
   tasks.register(bulkUpdateTaskType, runBulkUpdate);
   tasks.register(commitEvaluationTaskType, commitEvaluationHandler({ objects: storage, maxBytes: config.storage.maxObjectBytes, logger }));
+  tasks.register(windowEvaluationTaskType, windowEvaluationHandler(rows.store));
   await tasks.start({ runWorkers: config.runWorkers });
   const maintenance = config.runWorkers
     ? new RowMaintenance({ orm, pool: rows.pool, store: rows.store, logger, intervalMs: config.ingest.maintenanceIntervalMs })

@@ -202,6 +202,10 @@ const routes: RouteCase[] = [
   { method: "DELETE", template: "/v1/inference-pipelines/{pipeline}/rows/{row}", rpc: "DeleteRow", permission: "ADMIN", ...pipelineId },
   { method: "POST", template: "/v1/storage/presigned-url?objectName=data.csv", rpc: "CreatePresignedUrl", permission: "WRITE" },
   { method: "GET", template: "/v1/inference-pipelines/{pipeline}/results", rpc: "ListPipelineTestResults", permission: "READ", list: true, ...pipelineId },
+  {
+    method: "POST", template: "/v1/tests/{test}/evaluate", rpc: "EvaluateTest", permission: "WRITE",
+    body: () => ({ startTimestamp: 1_763_971_200, endTimestamp: 1_763_974_800 }), idField: "testId", notFound: "Test not found",
+  },
   { method: "GET", template: "/v1/tests/{test}/results", rpc: "ListResultsOfTest", permission: "READ", list: true, idField: "testId", notFound: "Test not found", emptyPage: { items: [], lastUnskippedResult: null } },
 ];
 

@@ -65,3 +65,9 @@ export async function pipelineTarget(em: EntityManager, pipelineId: string, work
   if (!pipeline || !taskType) throw notFound("Inference pipeline not found");
   return { id: pipeline.id, workspaceId: pipeline.workspaceId, projectId: pipeline.projectId, taskType };
 }
+
+/** The IDs of a project's pipelines, oldest first. */
+export async function pipelineIdsOfProject(em: EntityManager, projectId: string): Promise<string[]> {
+  const pipelines = await em.find(InferencePipelineEntity, { projectId }, { fields: ["id"], orderBy: { dateCreated: "asc", id: "asc" } });
+  return pipelines.map((p) => p.id);
+}

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
 import { TestType, type TestService, type UpdateTestsRequest } from "../../gen/warden/tests/v1/tests_pb.js";
 import { requireVersion } from "../commits/queries.ts";
 import { emOf, principalOf } from "../platform/context.ts";
@@ -8,12 +9,13 @@ import { invalidArgument, notFound } from "../platform/errors.ts";
 import { pageOf, paged } from "../platform/pagination.ts";
 import { baseUrlOf } from "../platform/urls.ts";
 import { optionalText, requireText, requireUuid } from "../platform/validate.ts";
-import { pipelineTarget } from "../pipelines/queries.ts";
+import { pipelineIdsOfProject, pipelineTarget } from "../pipelines/queries.ts";
 import { nextTestNumber, requireProject } from "../projects/queries.ts";
 import type { TaskQueue } from "../tasks/queue.ts";
 import { taskResultPath } from "../tasks/service.ts";
 import { bulkUpdateTaskType, maxBulkUpdatePayloads, type BulkUpdatePayload } from "./bulk-update.ts";
-import { TestEntity } from "./entities.ts";
+import { TestEntity, type Test } from "./entities.ts";
+import { windowEvaluationTaskType, type WindowEvaluationPayload } from "./evaluation/task.ts";
 import { testMessage } from "./messages.ts";
 import { lastUnskippedResult, listResults } from "./results.ts";
 import { requireSubtype } from "./catalog.ts";
@@ -146,6 +148,33 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
       }, pageOf(req));
     },
 
+    async evaluateTest(req, ctx) {
+      const em = emOf(ctx);
+      const principal = principalOf(ctx);
+      const test = await em.findOne(TestEntity, { id: requireUuid("testId", req.testId), workspaceId: principal.workspaceId });
+      if (!test) throw notFound("Test not found");
+      if (!test.usesProductionData) {
+        throw invalidArgument("Only monitoring tests (usesProductionData) are evaluated on inference pipelines; development tests are evaluated on commits");
+      }
+      const windowSeconds = test.evaluationWindow || defaultEvaluationWindow;
+      const starts = windowStarts(req.startTimestamp, req.endTimestamp, windowSeconds);
+      const pipelines = await pipelinesOfTest(em, test, req.inferencePipelineId);
+      const baseUrl = baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url);
+      const tasks = [];
+      for (const pipelineId of pipelines) {
+        const payload: WindowEvaluationPayload = { testId: test.id, pipelineId, windowSeconds, starts, overwrite: req.overwriteResults ?? false };
+        const taskResultId = await options.tasks.enqueue(em, principal.workspaceId, windowEvaluationTaskType, payload);
+        tasks.push({ taskResultId, taskResultUrl: baseUrl + taskResultPath(taskResultId), pipelineId });
+      }
+      return {
+        message: "Evaluation task queued successfully",
+        pipelineCount: pipelines.length,
+        requestedStartTimestamp: req.startTimestamp,
+        requestedEndTimestamp: req.endTimestamp,
+        tasks,
+      };
+    },
+
     async listResultsOfTest(req, ctx) {
       const em = emOf(ctx);
       const principal = principalOf(ctx);
@@ -165,6 +194,35 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
       return { ...page, lastUnskippedResult: await lastUnskippedResult(em, test) };
     },
   };
+}
+
+/** Seconds, when a monitoring test sets no evaluationWindow (our choice: hourly). */
+const defaultEvaluationWindow = 3600;
+/** Windows one evaluate call may ask for: a year of hourly windows is 8,760. */
+const maxWindows = 10_000;
+
+/** The starts of the windows that overlap [start, end), aligned to multiples of `windowSeconds` since the epoch. */
+function windowStarts(start: bigint, end: bigint, windowSeconds: number): number[] {
+  if (start >= end) throw invalidArgument("startTimestamp must be before endTimestamp");
+  if (start < 0n || end > 253_402_300_800n) throw invalidArgument("startTimestamp and endTimestamp must be UNIX seconds from 1970 to 9999");
+  const first = (start / BigInt(windowSeconds)) * BigInt(windowSeconds);
+  const count = (end - first + BigInt(windowSeconds) - 1n) / BigInt(windowSeconds);
+  if (count > BigInt(maxWindows)) throw invalidArgument(`The range holds ${count} windows of ${windowSeconds} s; ask for at most ${maxWindows} at once`);
+  return Array.from({ length: Number(count) }, (_, i) => Number(first) + i * windowSeconds);
+}
+
+/** The pipelines a monitoring test applies to, or the one asked for, which must be of its project. */
+async function pipelinesOfTest(em: EntityManager, test: Test, only: string | undefined): Promise<string[]> {
+  const all = await pipelineIdsOfProject(em, test.projectId);
+  if (only !== undefined) {
+    const id = requireUuid("inferencePipelineId", only);
+    if (!all.includes(id)) throw notFound("Inference pipeline not found");
+    return [id];
+  }
+  const excluded = new Set(test.excludePipelines ?? []);
+  const included = test.includePipelines ?? [];
+  const applies = test.defaultToAllPipelines === false ? all.filter((id) => included.includes(id)) : all;
+  return applies.filter((id) => !excluded.has(id));
 }
 
 /** Everything about a bulk update that can be checked before it is queued. */

@@ -8,6 +8,7 @@ import { Migration20261124010000 } from "./Migration20261124010000.ts";
 import { Migration20261124020000 } from "./Migration20261124020000.ts";
 import { Migration20261124030000 } from "./Migration20261124030000.ts";
 import { Migration20261124040000 } from "./Migration20261124040000.ts";
+import { Migration20261124050000 } from "./Migration20261124050000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
 export const migrations: MigrationObject[] = [
@@ -20,4 +21,5 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261124020000", class: Migration20261124020000 },
   { name: "Migration20261124030000", class: Migration20261124030000 },
   { name: "Migration20261124040000", class: Migration20261124040000 },
+  { name: "Migration20261124050000", class: Migration20261124050000 },
 ];

@@ -820,6 +820,111 @@ export declare type UpdateTestsResponse = Message<"warden.tests.v1.UpdateTestsRe
 export declare const UpdateTestsResponseSchema: GenMessage<UpdateTestsResponse>;
 
 /**
+ * @generated from message warden.tests.v1.EvaluateTestRequest
+ */
+export declare type EvaluateTestRequest = Message<"warden.tests.v1.EvaluateTestRequest"> & {
+  /**
+   * @generated from field: string test_id = 1;
+   */
+  testId: string;
+
+  /**
+   * UNIX seconds; every window that overlaps [start, end) is evaluated, aligned to the test's
+   * evaluation window.
+   *
+   * @generated from field: int64 start_timestamp = 2;
+   */
+  startTimestamp: bigint;
+
+  /**
+   * @generated from field: int64 end_timestamp = 3;
+   */
+  endTimestamp: bigint;
+
+  /**
+   * Only this pipeline; otherwise every pipeline the test applies to.
+   *
+   * @generated from field: optional string inference_pipeline_id = 4;
+   */
+  inferencePipelineId?: string | undefined;
+
+  /**
+   * Evaluate windows that have a result again, replacing it.
+   *
+   * @generated from field: optional bool overwrite_results = 5;
+   */
+  overwriteResults?: boolean | undefined;
+};
+
+/**
+ * Describes the message warden.tests.v1.EvaluateTestRequest.
+ * Use `create(EvaluateTestRequestSchema)` to create a new message.
+ */
+export declare const EvaluateTestRequestSchema: GenMessage<EvaluateTestRequest>;
+
+/**
+ * @generated from message warden.tests.v1.EvaluationTask
+ */
+export declare type EvaluationTask = Message<"warden.tests.v1.EvaluationTask"> & {
+  /**
+   * @generated from field: string task_result_url = 1;
+   */
+  taskResultUrl: string;
+
+  /**
+   * @generated from field: string task_result_id = 2;
+   */
+  taskResultId: string;
+
+  /**
+   * @generated from field: string pipeline_id = 3;
+   */
+  pipelineId: string;
+};
+
+/**
+ * Describes the message warden.tests.v1.EvaluationTask.
+ * Use `create(EvaluationTaskSchema)` to create a new message.
+ */
+export declare const EvaluationTaskSchema: GenMessage<EvaluationTask>;
+
+/**
+ * @generated from message warden.tests.v1.EvaluateTestResponse
+ */
+export declare type EvaluateTestResponse = Message<"warden.tests.v1.EvaluateTestResponse"> & {
+  /**
+   * @generated from field: string message = 1;
+   */
+  message: string;
+
+  /**
+   * @generated from field: int32 pipeline_count = 2;
+   */
+  pipelineCount: number;
+
+  /**
+   * @generated from field: int64 requested_start_timestamp = 3;
+   */
+  requestedStartTimestamp: bigint;
+
+  /**
+   * @generated from field: int64 requested_end_timestamp = 4;
+   */
+  requestedEndTimestamp: bigint;
+
+  /**
+   * @generated from field: repeated warden.tests.v1.EvaluationTask tasks = 5;
+   */
+  tasks: EvaluationTask[];
+};
+
+/**
+ * Describes the message warden.tests.v1.EvaluateTestResponse.
+ * Use `create(EvaluateTestResponseSchema)` to create a new message.
+ */
+export declare const EvaluateTestResponseSchema: GenMessage<EvaluateTestResponse>;
+
+/**
  * @generated from enum warden.tests.v1.TestType
  */
 export enum TestType {
@@ -1018,6 +1123,16 @@ export declare const TestService: GenService<{
     methodKind: "unary";
     input: typeof ListPipelineTestResultsRequestSchema;
     output: typeof ListPipelineTestResultsResponseSchema;
+  },
+  /**
+   * Queues the evaluation of a monitoring test over a range of windows, one task per pipeline.
+   *
+   * @generated from rpc warden.tests.v1.TestService.EvaluateTest
+   */
+  evaluateTest: {
+    methodKind: "unary";
+    input: typeof EvaluateTestRequestSchema;
+    output: typeof EvaluateTestResponseSchema;
   },
   /**
    * One test's results, newest window first, with its latest result that was not skipped.
