@@ -48,8 +48,11 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
 
   async function start(): Promise<void> {
     const flags = ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-      // Its data is thrown away: durability only costs time.
-      "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
+      // Its data is thrown away, and only its process is ever killed, never the machine: writes
+      // need not reach the disk (fsync off). Commits must still be in the WAL when they return
+      // (synchronous_commit on): with it off, an immediate stop lost the last commits, such as a
+      // test's own set-up, which no outage of a real server does.
+      "-c", "fsync=off", "-c", "full_page_writes=off"];
     const child = spawn(binaries.postgres, flags, { ...owner, env, stdio: ["ignore", "ignore", "pipe"] });
     server = child;
     let output = "";
