@@ -2,11 +2,10 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { EvaluationStatus } from "../../gen/warden/api/v1/common_pb.js";
-import { TaskStatus } from "../../gen/warden/tasks/v1/tasks_pb.js";
 import { enumName } from "../platform/enums.ts";
 import type { Logger } from "../platform/logger.ts";
 import type { ObjectStore } from "../storage/object-store.ts";
-import { TaskResultEntity } from "../tasks/entities.ts";
+import { completeTask, startTask } from "../tasks/lifecycle.ts";
 import { recordCommitResults } from "../tests/commit-results.ts";
 import { BundleError, readBundle } from "./bundle.ts";
 import { ProjectVersionEntity } from "./entities.ts";
@@ -24,7 +23,6 @@ export interface CommitEvaluationOptions {
   logger: Logger;
 }
 
-const taskStatus = (value: TaskStatus) => enumName(TaskStatus, value);
 const commitStatus = (value: EvaluationStatus) => enumName(EvaluationStatus, value);
 
 /**
@@ -35,20 +33,14 @@ const commitStatus = (value: EvaluationStatus) => enumName(EvaluationStatus, val
  */
 export function commitEvaluationHandler(options: CommitEvaluationOptions) {
   return async function runCommitEvaluation(orm: MikroORM, taskResultId: string): Promise<void> {
-    const em = orm.em.fork();
-    const task = await em.findOne(TaskResultEntity, { id: taskResultId });
-    if (!task || task.status === taskStatus(TaskStatus.COMPLETED) || task.status === taskStatus(TaskStatus.FAILED)) return;
+    const task = await startTask(orm, taskResultId);
+    if (!task) return;
     const { projectVersionId } = task.payload as CommitEvaluationPayload;
-    const version = await em.findOne(ProjectVersionEntity, { id: projectVersionId });
-    const finish = async (status: TaskStatus, error: string | null) => {
-      const now = new Date();
-      await orm.em.fork().nativeUpdate(TaskResultEntity, { id: taskResultId }, { status: taskStatus(status), error, dateUpdated: now, dateCompleted: now });
-    };
-    if (!version) return finish(TaskStatus.COMPLETED, null); // The commit was deleted meanwhile.
+    const version = await orm.em.fork().findOne(ProjectVersionEntity, { id: projectVersionId });
+    if (!version) return completeTask(orm, taskResultId); // The commit was deleted meanwhile.
     const setCommit = (status: EvaluationStatus, message: string) =>
       orm.em.fork().nativeUpdate(ProjectVersionEntity, { id: version.id }, { status: commitStatus(status), statusMessage: message });
 
-    await em.nativeUpdate(TaskResultEntity, { id: taskResultId }, { status: taskStatus(TaskStatus.RUNNING), dateUpdated: new Date() });
     await setCommit(EvaluationStatus.RUNNING, "Reading the bundle");
     let datasets: { validation: boolean; training: boolean };
     try {
@@ -60,13 +52,13 @@ export function commitEvaluationHandler(options: CommitEvaluationOptions) {
       if (!(err instanceof BundleError || err instanceof ConnectError)) throw err;
       const reason = err instanceof ConnectError ? err.rawMessage : err.message;
       await setCommit(EvaluationStatus.FAILED, `The bundle at ${version.storageUri} could not be read: ${reason}`);
-      return finish(TaskStatus.COMPLETED, null);
+      return completeTask(orm, taskResultId);
     }
     const count = await orm.em.fork().transactional((tx) =>
       recordCommitResults(tx, { workspaceId: version.workspaceId, projectId: version.projectId, projectVersionId: version.id, datasets }),
     );
     await setCommit(EvaluationStatus.COMPLETED, `Evaluated: ${count} development ${count === 1 ? "test" : "tests"}, none of them measured by this server yet (each result says why it was skipped)`);
     options.logger.info({ projectVersionId: version.id, tests: count }, "commit evaluated");
-    await finish(TaskStatus.COMPLETED, null);
+    await completeTask(orm, taskResultId, { results: count });
   };
 }

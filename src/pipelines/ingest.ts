@@ -4,14 +4,14 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import type { DataConfig } from "../../gen/warden/pipelines/v1/data_pb.js";
 import { invalidArgument } from "../platform/errors.ts";
 import { pipelineTarget, type PipelineTarget } from "./queries.ts";
-import { dataConfigFromJson, dataConfigToJson, streamMapping } from "./rows/config.ts";
+import { dataConfigFromJson, dataConfigToJson, streamMapping, type ColumnMapping } from "./rows/config.ts";
 import { normalizeRows } from "./rows/normalize.ts";
 import type { RowStore, SerializedRow } from "./rows/row-store.ts";
 
 const MAX_CACHED_TARGETS = 10_000;
 
 /** The most rows one data-stream call (or one gateway write) takes. */
-export const MAX_STREAM_ROWS = 1000;
+const MAX_STREAM_ROWS = 1000;
 
 /** Rows with an inference ID seen earlier in the same batch are dropped: the first one counts. */
 export function firstOfEachId(rows: SerializedRow[]): SerializedRow[] {
@@ -53,7 +53,7 @@ export class RowIngest {
    */
   async stream(pipelineId: string, config: JsonObject, rows: SerializedRow[]): Promise<void> {
     if (rows.length === 0) return;
-    if (rows.length > MAX_STREAM_ROWS) throw invalidArgument(`rows must hold at most ${MAX_STREAM_ROWS} rows; send more in several calls`);
+    checkBatchSize(rows.length);
     let target = this.#targets.get(pipelineId);
     if (!target) {
       target = await pipelineTarget(this.#orm.em.fork(), pipelineId);
@@ -65,11 +65,8 @@ export class RowIngest {
       parsed = dataConfigFromJson(config);
       this.#configs.set(config, parsed);
     }
-    const mapping = streamMapping(parsed, target.taskType);
-    const unique = firstOfEachId(rows);
-    const options = { timestamps: unique.map((row) => row.timestamp), config: dataConfigToJson(parsed) };
     try {
-      await this.#store.write(target.id, options, (writer) => writer.insert(unique, mapping));
+      await this.#insert(target, parsed, streamMapping(parsed, target.taskType), rows);
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.NotFound) this.#targets.delete(pipelineId);
       throw err;
@@ -79,13 +76,22 @@ export class RowIngest {
   /** Stores a data-stream batch; returns how many rows were new (a retried batch adds none). */
   async streamTo(target: PipelineTarget, config: DataConfig, rows: JsonObject[], now = Date.now() / 1000): Promise<number> {
     if (rows.length === 0) throw invalidArgument("rows must hold at least one row");
-    if (rows.length > MAX_STREAM_ROWS) throw invalidArgument(`rows must hold at most ${MAX_STREAM_ROWS} rows; send more in several calls`);
+    checkBatchSize(rows.length);
     const mapping = streamMapping(config, target.taskType);
-    const stored = firstOfEachId(normalizeRows(rows, mapping, now));
-    const options = { timestamps: stored.map((row) => row.timestamp), config: dataConfigToJson(config) };
+    return this.#insert(target, config, mapping, normalizeRows(rows, mapping, now));
+  }
+
+  /** One batch, in one transaction; the config is kept on the pipeline as its latest. */
+  #insert(target: PipelineTarget, config: DataConfig, mapping: ColumnMapping, rows: SerializedRow[]): Promise<number> {
+    const unique = firstOfEachId(rows);
+    const options = { timestamps: unique.map((row) => row.timestamp), config: dataConfigToJson(config) };
     return this.#store.write(target.id, options, async (writer) => {
-      await writer.insert(stored, mapping);
+      await writer.insert(unique, mapping);
       return writer.added;
     });
   }
+}
+
+function checkBatchSize(rows: number): void {
+  if (rows > MAX_STREAM_ROWS) throw invalidArgument(`rows must hold at most ${MAX_STREAM_ROWS} rows; send more in several calls`);
 }

@@ -1,3 +1,5 @@
+import { getOption, type DescEnum } from "@bufbuild/protobuf";
+import { json_value } from "../../gen/warden/api/v1/annotations_pb.js";
 import { invalidArgument } from "./errors.ts";
 
 /**
@@ -26,4 +28,10 @@ export function enumValue<E extends ProtoEnum>(enumObject: E, name: string | nul
 export function requireEnum<E extends ProtoEnum>(field: string, enumObject: E, value: number): string {
   if (value === 0) throw invalidArgument(`${field} is required`);
   return enumName(enumObject, value, field);
+}
+
+/** The string that stands for a value in REST JSON (its `json_value` option), such as "<=". */
+export function enumJsonValue(desc: DescEnum, value: number): string | undefined {
+  const found = desc.values.find((v) => v.number === value);
+  return (found && getOption(found, json_value)) || undefined;
 }

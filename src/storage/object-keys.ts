@@ -28,7 +28,7 @@ export function newObjectKey(workspaceId: string, objectName: string, maxKeyByte
   return `${workspaceId}/${randomUUID()}/${sanitiseObjectName(objectName, maxKeyBytes - KEY_HEAD_CHARS)}`;
 }
 
-export function sanitiseObjectName(objectName: string, room: number): string {
+function sanitiseObjectName(objectName: string, room: number): string {
   if (objectName === "") throw invalidArgument("objectName is required");
   if (objectName.length > MAX_OBJECT_NAME_CHARS) throw invalidArgument(`objectName must be at most ${MAX_OBJECT_NAME_CHARS} characters`);
   if (objectName.includes("\u0000")) throw invalidArgument("objectName must not contain NUL characters");

@@ -4,6 +4,7 @@ import type { MikroORM } from "@mikro-orm/postgresql";
 import { TaskStatus } from "../../gen/warden/tasks/v1/tasks_pb.js";
 import { enumName } from "../platform/enums.ts";
 import { TaskResultEntity, type TaskFailure } from "../tasks/entities.ts";
+import { startTask } from "../tasks/lifecycle.ts";
 import { TestEntity, type StoredThreshold } from "./entities.ts";
 
 export const bulkUpdateTaskType = "tests.bulk_update";
@@ -30,11 +31,7 @@ const status = (value: TaskStatus) => enumName(TaskStatus, value);
  * Running it again after a crash is safe: a finished task is left alone.
  */
 export async function runBulkUpdate(orm: MikroORM, taskResultId: string): Promise<void> {
-  await orm.em.fork().nativeUpdate(
-    TaskResultEntity,
-    { id: taskResultId, status: status(TaskStatus.QUEUED) },
-    { status: status(TaskStatus.RUNNING), dateUpdated: new Date() },
-  );
+  if (!(await startTask(orm, taskResultId))) return;
   await orm.em.fork().transactional(async (em) => {
     const task = await em.findOne(TaskResultEntity, { id: taskResultId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     if (!task || task.status === status(TaskStatus.COMPLETED) || task.status === status(TaskStatus.FAILED)) return;

@@ -3,7 +3,7 @@ import { invalidArgument } from "../platform/errors.ts";
 /**
  * The 41 test subtypes the Openlayer platform and its SDKs know, each with the measurement a
  * threshold reads when it names none (docs/tests.md). Creating a test of any other subtype is a
- * 400. The evaluators, when they come, register here too.
+ * 400. Which of them are measured on windows, and how, is src/tests/evaluation/measures.ts.
  */
 const defaultMeasurements: Record<string, string> = {
   anomalousColumnCount: "anomalousColumnCount",

@@ -8,7 +8,7 @@ import { WorkerQueueFull, WorkerTimeout, type WorkerPool } from "./worker-pool.t
  * 5 MB/s, the slowest input found, so this holds the loop some 10 ms at most; the worker's round
  * trip (a copy each way) would cost more than that for smaller bodies.
  */
-export const PARSE_INLINE_BYTES = 64 * 1024;
+const PARSE_INLINE_BYTES = 64 * 1024;
 
 /** Reading request bodies: on the event loop when small, in a worker when large. */
 export interface RequestBodies {

@@ -37,7 +37,7 @@ export function capText(text: string, max = MAX_ROW_TEXT_CHARS, total = text.len
   return `${text.slice(0, end)}${cutMarker(end, total)}`;
 }
 
-export function cutMarker(kept: number, total: number): string {
+function cutMarker(kept: number, total: number): string {
   return ` [cut by Warden: ${kept} of ${total} characters kept]`;
 }
 

@@ -1,6 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "../../platform/errors.ts";
-import { MAX_JSON_DEPTH } from "../../platform/json.ts";
+import { findInJson, MAX_JSON_DEPTH } from "../../platform/json.ts";
 
 /** Values nested deeper than this are refused, as they are in request bodies (src/platform/json.ts). */
 export const MAX_DEPTH = MAX_JSON_DEPTH;
@@ -55,28 +55,18 @@ export function checkText(text: string, where: string, column: string): void {
 
 /**
  * A value parsed from JSON (a JSONL line's, or a CSV cell that held an array or object): no NUL in
- * any string or key, and at most MAX_DEPTH levels. Walked with an explicit stack, so that depth
- * costs no call stack; linear in the size of the value.
+ * any string or key, and at most MAX_DEPTH levels (the value itself is the first). Linear in the
+ * size of the value, however deep (src/platform/json.ts).
  */
 export function checkJsonValue(value: JsonValue, where: string, column: string): void {
-  const stack: [JsonValue, number][] = [[value, 1]];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const [current, depth] = item;
+  const fault = findInJson(value, (current, depth, isKey) => {
     if (typeof current === "string") {
-      checkText(current, where, column);
-      continue;
+      if (!current.includes(NUL)) return undefined;
+      return isKey ? `a key in the value contains ${NUL_WHY}` : `the value contains ${NUL_WHY}`;
     }
-    if (current === null || typeof current !== "object") continue;
-    if (depth > MAX_DEPTH) throw invalidArgument(`${where}, column ${shown(column)}: the value nests deeper than ${MAX_DEPTH} levels`);
-    if (Array.isArray(current)) {
-      for (const element of current) stack.push([element, depth + 1]);
-      continue;
-    }
-    for (const key in current) {
-      if (key.includes(NUL)) throw invalidArgument(`${where}, column ${shown(column)}: a key in the value contains ${NUL_WHY}`);
-      stack.push([current[key]!, depth + 1]);
-    }
-  }
+    return current !== null && typeof current === "object" && depth >= MAX_DEPTH ? `the value nests deeper than ${MAX_DEPTH} levels` : undefined;
+  });
+  if (fault) throw invalidArgument(`${where}, column ${shown(column)}: ${fault.problem}`);
 }
 
 /** A JSON object read as a whole row (a JSONL line): its column names and values. */

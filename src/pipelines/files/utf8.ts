@@ -24,7 +24,7 @@ export function wholeCharsLength(bytes: Uint8Array): number {
  * surrogates and code points past U+10FFFF included), or -1. Only run once decoding has failed, to
  * say where.
  */
-export function firstInvalidUtf8(bytes: Uint8Array): number {
+function firstInvalidUtf8(bytes: Uint8Array): number {
   const n = bytes.length;
   let i = 0;
   while (i < n) {
@@ -49,7 +49,7 @@ export function firstInvalidUtf8(bytes: Uint8Array): number {
 }
 
 /** How many line feeds `bytes` holds before `end`. */
-export function countNewlines(bytes: Uint8Array, end = bytes.length): number {
+function countNewlines(bytes: Uint8Array, end = bytes.length): number {
   let count = 0;
   for (let i = bytes.indexOf(NEWLINE); i !== -1 && i < end; i = bytes.indexOf(NEWLINE, i + 1)) count++;
   return count;

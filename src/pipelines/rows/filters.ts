@@ -1,7 +1,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "../../platform/errors.ts";
 import { escapeLike } from "../../platform/sql.ts";
-import { canonicalColumns } from "./present.ts";
+import { canonicalColumns, isCanonical, jsonbOf, numberOf } from "./columns.ts";
 
 export interface ColumnCondition {
   measurement: string;
@@ -27,27 +27,6 @@ const setOperators = new Set(["contains_none", "contains_any", "contains_all", "
 
 /** Filters per request at most, and search terms: each adds a condition to one query. */
 const MAX_CONDITIONS = 50;
-
-function isCanonical(name: string): name is keyof typeof canonicalColumns {
-  return Object.hasOwn(canonicalColumns, name);
-}
-
-/** A column as jsonb: a canonical column, or a key of the row as sent. `params` receives the key. */
-function jsonbOf(name: string, params: unknown[]): string {
-  if (isCanonical(name)) return `to_jsonb(${canonicalColumns[name]})`;
-  params.push(name);
-  return `(data -> $${params.length})`;
-}
-
-/** A column as a number, or null when it holds something else. */
-function numberOf(name: string, params: unknown[]): string {
-  if (isCanonical(name) && name !== "openlayer_inference_id" && name !== "openlayer_output" && name !== "openlayer_ground_truth"
-    && name !== "openlayer_session_id" && name !== "openlayer_user_id") {
-    return `(${canonicalColumns[name]})::float8`;
-  }
-  const value = jsonbOf(name, params);
-  return `(case when jsonb_typeof(${value}) = 'number' then (${value} #>> '{}')::float8 end)`;
-}
 
 function condition(filter: ColumnCondition, i: number, params: unknown[]): string {
   const where = `columnFilters[${i}]`;

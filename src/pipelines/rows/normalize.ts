@@ -10,12 +10,12 @@ import type { RowPatch, SerializedRow } from "./row-store.ts";
  * (src/pipelines/rows/partitions.ts), so an open range would let one batch of made-up dates create
  * a thousand tables; and a value in milliseconds, a common slip, would land in the year 50,000.
  */
-export const MIN_TIMESTAMP = 946_684_800;
+const MIN_TIMESTAMP = 946_684_800;
 const FUTURE_SLACK_SECONDS = 7 * 86_400;
 
 const MAX_ID_LENGTH = 1024;
 
-export function maxTimestamp(nowSeconds: number): number {
+function maxTimestamp(nowSeconds: number): number {
   return nowSeconds + FUTURE_SLACK_SECONDS;
 }
 
@@ -72,7 +72,7 @@ function normalizeRow(row: JsonObject, mapping: ColumnMapping, nowSeconds: numbe
 }
 
 /** A mapped numeric column: a finite number or null. */
-export function numberValue(row: JsonObject, column: string | undefined, where: string): number | null {
+function numberValue(row: JsonObject, column: string | undefined, where: string): number | null {
   if (column === undefined) return null;
   const value = row[column];
   if (value === null || value === undefined) return null;
@@ -87,7 +87,7 @@ export function numberValue(row: JsonObject, column: string | undefined, where: 
 const MILLISECONDS_FROM = 1e11;
 
 /** UNIX seconds within the range Warden stores, or undefined when the row has none. */
-export function timestampValue(row: JsonObject, column: string | undefined, where: string, nowSeconds: number): number | undefined {
+function timestampValue(row: JsonObject, column: string | undefined, where: string, nowSeconds: number): number | undefined {
   let value = numberValue(row, column, where);
   if (value === null) return undefined;
   if (value >= MILLISECONDS_FROM) value /= 1000;
@@ -99,7 +99,7 @@ export function timestampValue(row: JsonObject, column: string | undefined, wher
 }
 
 /** An ID column: a string or a number, kept as a string; undefined when absent or null. */
-export function idValue(row: JsonObject, column: string | undefined, where: string): string | undefined {
+function idValue(row: JsonObject, column: string | undefined, where: string): string | undefined {
   if (column === undefined) return undefined;
   const value = row[column];
   if (value === null || value === undefined) return undefined;
@@ -111,7 +111,7 @@ export function idValue(row: JsonObject, column: string | undefined, where: stri
 }
 
 /** PostgreSQL's jsonb cannot hold U+0000, in a key or in a string: such a row is refused with the path of the first one. */
-export function checkStorable(row: JsonObject, where: string): void {
+function checkStorable(row: JsonObject, where: string): void {
   const fault = findInJson(row, (value, _depth, isKey) => {
     if (typeof value !== "string" || !value.includes("\u0000")) return undefined;
     return isKey ? "has a column name with a NUL character" : "contains a NUL character";

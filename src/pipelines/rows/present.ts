@@ -18,19 +18,6 @@ export interface RowRecord {
 export const rowColumns = `row_id, inference_id, extract(epoch from ts)::float8 as ts_seconds, output, ground_truth,
   latency_ms, cost, num_tokens, session_id, user_id, data`;
 
-/** The canonical names of the row store's columns, as tests and filters refer to them. */
-export const canonicalColumns = {
-  openlayer_row_id: "row_id",
-  openlayer_inference_id: "inference_id",
-  openlayer_timestamp: "extract(epoch from ts)",
-  openlayer_output: "output",
-  openlayer_ground_truth: "ground_truth",
-  openlayer_latency: "latency_ms",
-  openlayer_cost: "cost",
-  openlayer_num_of_tokens: "num_tokens",
-  openlayer_session_id: "session_id",
-  openlayer_user_id: "user_id",
-} as const;
 
 /**
  * A row as the API shows it: `openlayer_row_id`, the columns as sent, then the canonical columns

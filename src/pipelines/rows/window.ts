@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { canonicalColumns } from "./present.ts";
+import { canonicalColumns, isCanonical, jsonbOf, numberOf, textOf } from "./columns.ts";
 
 /** One pipeline's rows whose timestamp is in [start, end). */
 export interface Window {
@@ -28,27 +28,6 @@ export type WindowMeasure =
 
 const percentile: Partial<Record<Statistic, number>> = { median: 0.5, p90: 0.9, p95: 0.95, p99: 0.99 };
 
-function isCanonical(name: string): name is keyof typeof canonicalColumns {
-  return Object.hasOwn(canonicalColumns, name);
-}
-
-/** A column as text, with its name as a parameter. */
-function textOf(column: string, params: unknown[]): string {
-  if (isCanonical(column)) return `(${canonicalColumns[column]})::text`;
-  params.push(column);
-  return `(data ->> $${params.length})`;
-}
-
-/** A column as a number, or null when it holds something else. */
-function numberOf(column: string, params: unknown[]): string {
-  if (column === "openlayer_latency" || column === "openlayer_cost" || column === "openlayer_num_of_tokens" || column === "openlayer_timestamp" || column === "openlayer_row_id") {
-    return `(${canonicalColumns[column]})::float8`;
-  }
-  params.push(column);
-  const value = `(data -> $${params.length})`;
-  return `(case when jsonb_typeof(${value}) = 'number' then (${value} #>> '{}')::float8 end)`;
-}
-
 function aggregate(statistic: Statistic, expression: string): string {
   const p = percentile[statistic];
   if (p !== undefined) return `percentile_cont(${p}) within group (order by ${expression})`;
@@ -68,7 +47,7 @@ function sqlOf(measure: WindowMeasure, params: unknown[]): string {
     case "duplicateRowCount": {
       const key = measure.columns === undefined || measure.columns.length === 0
         ? "w.data"
-        : `jsonb_build_array(${measure.columns.map((c) => (isCanonical(c) ? `to_jsonb(${canonicalColumns[c]})` : (params.push(c), `w.data -> $${params.length}`))).join(", ")})`;
+        : `jsonb_build_array(${measure.columns.map((c) => jsonbOf(c, params)).join(", ")})`;
       return `select (count(*) - count(distinct ${key}))::float8 as value from w`;
     }
     case "characterLength":

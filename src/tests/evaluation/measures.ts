@@ -24,7 +24,7 @@ const metrics: Record<string, { column: string; statistic: Statistic }> = {
 };
 
 /** A threshold's insightParameters by name, as plain JSON. */
-export function parametersOf(threshold: Threshold): Map<string, JsonValue> {
+function parametersOf(threshold: Threshold): Map<string, JsonValue> {
   return new Map(threshold.insightParameters.map((p) => [p.name, p.value ? toJson(ValueSchema, p.value) : null]));
 }
 

@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { TaskStatus } from "../../../gen/warden/tasks/v1/tasks_pb.js";
 import { TestResultStatus } from "../../../gen/warden/tests/v1/tests_pb.js";
 import { enumName } from "../../platform/enums.ts";
-import { TaskResultEntity } from "../../tasks/entities.ts";
+import { completeTask, startTask } from "../../tasks/lifecycle.ts";
 import { TestEntity, TestResultEntity } from "../entities.ts";
 import { evaluateWindow, type WindowMeter } from "./window.ts";
 
@@ -19,8 +18,6 @@ export interface WindowEvaluationPayload extends JsonObject {
   overwrite: boolean;
 }
 
-const taskStatus = (value: TaskStatus) => enumName(TaskStatus, value);
-
 const onConflictReplace = `do update set status = excluded.status, status_message = excluded.status_message,
   expected_values = excluded.expected_values, date_updated = excluded.date_updated`;
 
@@ -32,10 +29,9 @@ const onConflictReplace = `do update set status = excluded.status, status_messag
  */
 export function windowEvaluationHandler(meter: WindowMeter) {
   return async function runWindowEvaluation(orm: MikroORM, taskResultId: string): Promise<void> {
+    const task = await startTask(orm, taskResultId);
+    if (!task) return;
     const em = orm.em.fork();
-    const task = await em.findOne(TaskResultEntity, { id: taskResultId });
-    if (!task || task.status === taskStatus(TaskStatus.COMPLETED) || task.status === taskStatus(TaskStatus.FAILED)) return;
-    await em.nativeUpdate(TaskResultEntity, { id: taskResultId }, { status: taskStatus(TaskStatus.RUNNING), dateUpdated: new Date() });
     const payload = task.payload as WindowEvaluationPayload;
     const test = await em.findOne(TestEntity, { id: payload.testId });
     let evaluated = 0;
@@ -64,11 +60,6 @@ export function windowEvaluationHandler(meter: WindowMeter) {
       );
       evaluated += 1;
     }
-    const now = new Date();
-    await orm.em.fork().nativeUpdate(
-      TaskResultEntity,
-      { id: taskResultId },
-      { status: taskStatus(TaskStatus.COMPLETED), result: { evaluated, kept }, dateUpdated: now, dateCompleted: now },
-    );
+    await completeTask(orm, taskResultId, { evaluated, kept });
   };
 }

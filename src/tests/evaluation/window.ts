@@ -1,4 +1,5 @@
-import { Operator, TestResultStatus, type Threshold } from "../../../gen/warden/tests/v1/tests_pb.js";
+import { Operator, OperatorSchema, TestResultStatus, type Threshold } from "../../../gen/warden/tests/v1/tests_pb.js";
+import { enumJsonValue } from "../../platform/enums.ts";
 import type { Window, WindowMeasure } from "../../pipelines/rows/window.ts";
 import type { StoredExpectedValue, Test } from "../entities.ts";
 import { loadThresholds } from "../thresholds.ts";
@@ -16,15 +17,6 @@ export interface WindowOutcome {
   expectedValues: StoredExpectedValue[];
 }
 
-const symbols: Record<Operator, string> = {
-  [Operator.UNSPECIFIED]: "?",
-  [Operator.IS]: "is",
-  [Operator.GREATER]: ">",
-  [Operator.GREATER_OR_EQUAL]: ">=",
-  [Operator.LESS]: "<",
-  [Operator.LESS_OR_EQUAL]: "<=",
-  [Operator.NOT_EQUAL]: "!=",
-};
 
 function holds(value: number, operator: Operator, bound: number): boolean {
   switch (operator) {
@@ -87,7 +79,7 @@ export async function evaluateWindow(meter: WindowMeter, test: Test, window: Win
     if (value === null) return outcome(TestResultStatus.SKIPPED, `No value of ${threshold.measurement} in the window`);
     const ok = holds(value, threshold.operator, kind.value);
     failing ||= !ok;
-    findings.push(`${threshold.measurement} = ${shown(value)} (threshold ${symbols[threshold.operator]} ${shown(kind.value)}: ${ok ? "holds" : "does not hold"})`);
+    findings.push(`${threshold.measurement} = ${shown(value)} (threshold ${enumJsonValue(OperatorSchema, threshold.operator)} ${shown(kind.value)}: ${ok ? "holds" : "does not hold"})`);
     expected.push(expectedValue(threshold, kind.value));
   }
   return outcome(failing ? TestResultStatus.FAILING : TestResultStatus.PASSING, findings.join("; "), expected);
