@@ -10,6 +10,8 @@
  * 4. Rows in: data-stream's rows per second, against the same ingestion called in process (bench/ingest.ts).
  * 5. What tracing costs the gateway: a key bound to an inference pipeline against one bound to
  *    none, through the same gateway process (bench/gateway/traffic.ts; BENCH_ONLY=gateway-traffic).
+ * 6. Tests evaluated: ten monitoring tests over a window of 1,000,000 rows and of 10,000
+ *    (bench/evaluation.ts; BENCH_ONLY=evaluation).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
@@ -22,6 +24,7 @@ import { connectClient, restClient, type ConnectClient, type RestClient } from "
 import { runGatewayCostsBench } from "./gateway/costs.ts";
 import { runGatewayBench } from "./gateway/run.ts";
 import { runGatewayTrafficBench } from "./gateway/traffic.ts";
+import { runEvaluationBench } from "./evaluation.ts";
 import { runIngestBench } from "./ingest.ts";
 import { burst, concurrentThroughput, latencyStats, sequentialLatencies, type Door } from "./measure.ts";
 import { machine, markdownReport, type OperationResult } from "./report.ts";
@@ -31,7 +34,7 @@ const scale = Number(process.env.BENCH_SCALE ?? "1");
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
 const count = (n: number): number => Math.max(1, Math.round(n * scale));
 const only = process.env.BENCH_ONLY ?? "";
-const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic"];
+const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic", "evaluation"];
 if (only !== "" && !sections.includes(only)) throw new Error(`BENCH_ONLY must be one of ${sections.map((s) => `"${s}"`).join(", ")}, got "${only}"`);
 
 const seedProjects = 100;
@@ -220,6 +223,7 @@ async function main(): Promise<void> {
   if (runs("gateway-costs")) report(await runGatewayCostsBench({ scale, log }));
   if (runs("ingest")) report(await runIngestBench({ scale, log }));
   if (runs("gateway-traffic")) report(await runGatewayTrafficBench({ scale, log }));
+  if (runs("evaluation")) report(await runEvaluationBench({ scale, log }));
 }
 
 await main();

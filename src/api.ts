@@ -21,10 +21,18 @@ import type { RowIngest } from "./pipelines/ingest.ts";
 import { RowMaintenance } from "./pipelines/rows/maintenance.ts";
 import type { RowStore } from "./pipelines/rows/row-store.ts";
 import { routes, services } from "./routes.ts";
-import { commitEvaluationHandler, commitEvaluationTaskType } from "./commits/evaluation.ts";
+import { commitEvaluationGaveUp, commitEvaluationHandler, commitEvaluationTaskType } from "./commits/evaluation.ts";
 import { windowEvaluationHandler, windowEvaluationTaskType } from "./tests/evaluation/task.ts";
 import { createStorage } from "./storage/storage.ts";
 import { TaskQueue } from "./tasks/queue.ts";
+import { createPool } from "./db/pools.ts";
+import { workspaceJudge } from "./gateway/admin/judge.ts";
+import type { DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
+import { loadInjection } from "./gateway/guardrails/detectors/injection.ts";
+import { loadPii } from "./gateway/guardrails/detectors/pii.ts";
+import { once } from "./platform/once.ts";
+import type { EvaluationTools } from "./tests/evaluation/evaluate.ts";
+import { EvaluationScheduler } from "./tests/evaluation/schedule.ts";
 import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
 import { ApiKeyAuthenticator } from "./workspaces/authenticator.ts";
 
@@ -39,7 +47,14 @@ export async function startApi(
   logger: Logger,
   orm: MikroORM,
   databaseUrl: string,
-  gateway: { secrets: SecretBox; masterKey: Buffer; consumption: Pick<CounterStore, "consumption"> },
+  gateway: {
+    secrets: SecretBox;
+    masterKey: Buffer;
+    consumption: Pick<CounterStore, "consumption">;
+    /** Where this host's gateway listens: LLM tests' judge calls go through it. */
+    port: number;
+    detectorSources: DetectorSources | undefined;
+  },
   rows: { pool: pg.Pool; store: RowStore; ingest: RowIngest },
 ): Promise<Api> {
   // Uploads (src/storage): the store that presigns and opens objects, and the handler of upload URLs,
@@ -47,13 +62,56 @@ export async function startApi(
   const objectStorage = await createStorage(config.storage, { dataDir: config.dataDir, masterKey: gateway.masterKey, logger });
   const storage = objectStorage.objects;
 
+  // Tests evaluated (src/tests/evaluation): measures over large windows, and a commit's staged
+  // datasets, run on a pool of their own with longer bounds, apart from the API's and ingestion's.
+  const evaluation = config.evaluation;
+  const evaluationPool = createPool({
+    databaseUrl,
+    deadlines: {
+      ...config.databaseDeadlines,
+      statementTimeoutMs: evaluation.statementTimeoutMs,
+      queryTimeoutMs: evaluation.statementTimeoutMs + 1_000,
+      // A commit's staged datasets stay in their transaction while a judge model answers.
+      idleInTransactionTimeoutMs: Math.max(config.databaseDeadlines.idleInTransactionTimeoutMs, 10 * evaluation.judgeTimeoutMs),
+    },
+    max: 3,
+    onIdleError: (err) => logger.warn({ err }, "evaluation connection failed"),
+  });
+  const judgeGatewayUrl = evaluation.judgeGatewayUrl ?? `http://127.0.0.1:${gateway.port}`;
+  const tools: EvaluationTools = {
+    detectors: once(async () => {
+      const [pii, injection] = await Promise.all([loadPii(), loadInjection(gateway.detectorSources?.injectionWeights)]);
+      return { pii, injection };
+    }),
+    sqlQueryLimits: { timeoutMs: evaluation.sqlQueryTimeoutMs, memoryLimitBytes: evaluation.sqlQueryMemoryBytes, threads: 1 },
+    judgeOf: async (workspaceId) => {
+      const judge = await workspaceJudge(orm, gateway.secrets, workspaceId);
+      return judge && { gatewayUrl: judgeGatewayUrl, apiKey: judge.apiKey, model: judge.model, timeoutMs: evaluation.judgeTimeoutMs };
+    },
+    judgeSampleSize: evaluation.judgeSampleSize,
+  };
+
   const tasks = new TaskQueue(databaseUrl, config.databaseDeadlines, orm, logger);
   tasks.register(bulkUpdateTaskType, runBulkUpdate);
-  tasks.register(commitEvaluationTaskType, commitEvaluationHandler({ objects: storage, maxBytes: config.storage.maxObjectBytes, logger }));
-  tasks.register(windowEvaluationTaskType, windowEvaluationHandler(rows.store));
+  tasks.register(
+    commitEvaluationTaskType,
+    commitEvaluationHandler({
+      objects: storage,
+      maxBytes: config.storage.maxObjectBytes,
+      datasetLimits: { maxBytes: config.ingest.loadMaxBytes, maxRows: config.ingest.loadMaxRows, batchSize: 5_000 },
+      pool: evaluationPool,
+      tools,
+      logger,
+    }),
+    commitEvaluationGaveUp,
+  );
+  tasks.register(windowEvaluationTaskType, windowEvaluationHandler(evaluationPool, tools));
   await tasks.start({ runWorkers: config.runWorkers });
   const maintenance = config.runWorkers
     ? new RowMaintenance({ orm, pool: rows.pool, store: rows.store, logger, intervalMs: config.ingest.maintenanceIntervalMs })
+    : undefined;
+  const scheduler = config.runWorkers
+    ? new EvaluationScheduler({ orm, pool: evaluationPool, tasks, logger, intervalMs: evaluation.scheduleIntervalMs })
     : undefined;
   const routeFn = routes({
     publicUrl: config.publicUrl,
@@ -113,7 +171,9 @@ export async function startApi(
       await listener.close();
       await objectStorage.close();
       await maintenance?.stop();
+      await scheduler?.stop();
       await tasks.stop();
+      await evaluationPool.end();
     },
   };
 }

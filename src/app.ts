@@ -117,7 +117,14 @@ export async function startApp(
       })
     : undefined;
   const api = roles.api
-    ? await (await import("./api.ts")).startApi(config, logger, orm, databaseUrl, { secrets, masterKey, consumption: counters.store }, { ...rows, ingest })
+    ? await (await import("./api.ts")).startApi(
+        config,
+        logger,
+        orm,
+        databaseUrl,
+        { secrets, masterKey, consumption: counters.store, port: gateway?.port ?? config.gatewayPort, detectorSources: hooks.detectorSources },
+        { ...rows, ingest },
+      )
     : undefined;
 
   return {

@@ -4,11 +4,10 @@
  * `completed` or `failed` (the SDK's wait_for_commit_completion).
  */
 import { gzipSync } from "node:zlib";
-import { pack } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, type Call } from "./support/http.ts";
-import { pythonPost } from "./support/python-upload.ts";
+import { pushBundle, tarOf } from "./support/bundles.ts";
 import { iso, uuid } from "./support/matchers.ts";
 import { setUpWaitMs, until } from "./support/wait.ts";
 
@@ -17,25 +16,7 @@ let call: Call;
 let projectId: string;
 const testIds: Record<string, string> = {};
 
-/** A tar made as Python's tarfile makes one of a folder: the folder's name first in every path. */
-async function tarOf(files: Record<string, string>): Promise<Buffer> {
-  const archive = pack();
-  for (const [name, content] of Object.entries(files)) archive.entry({ name }, content);
-  archive.finalize();
-  const chunks: Buffer[] = [];
-  for await (const chunk of archive) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-/** presigned URL → upload (S3 style, as the SDK's default) → create the version. */
-async function push(bundle: Uint8Array, objectName = "bundle.tar"): Promise<string> {
-  const presigned = await call("POST", `/v1/storage/presigned-url?objectName=${objectName}`);
-  const { url, fields, storageUri } = presigned.body as { url: string; fields: Record<string, string>; storageUri: string };
-  expect((await pythonPost(url, fields, { filename: objectName, data: bundle })).status).toBe(200);
-  const created = await call("POST", `/v1/projects/${projectId}/versions`, { body: { commit: { message: "New commit", source: "cli" }, storageUri } });
-  expect(created.status).toBe(201);
-  return (created.body as { id: string }).id;
-}
+const push = (bundle: Uint8Array, objectName?: string) => pushBundle(call, projectId, bundle, objectName);
 
 /** Polls the commit as the SDK does, until it is done. */
 async function settled(versionId: string): Promise<Record<string, unknown>> {
@@ -48,7 +29,11 @@ async function settled(versionId: string): Promise<Record<string, unknown>> {
 }
 
 const config = JSON.stringify({ name: "qa", taskType: "llm-base", outputColumnName: "output", inputVariableNames: ["question"] });
-const dataset = "question,output\nwhat is 2+2?,4\n";
+/**
+ * Outputs "4", "Paris", "4": lengths 1, 5, 1 (mean 7/3 = 2.33333333333), one duplicate output, and
+ * two rows whose output is "4".
+ */
+const dataset = "question,output\nwhat is 2+2?,4\ncapital of France?,Paris\nwhat is 2*2?,4\n";
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -60,50 +45,75 @@ beforeAll(async () => {
     expect(res.status).toBe(201);
     testIds[name] = (res.body as { id: string }).id;
   };
-  await test("lengths", { subtype: "characterLength", usesValidationDataset: true });
+  await test("lengths", { subtype: "characterLength", usesValidationDataset: true, thresholds: [{ operator: "<=", value: 3 }] });
+  await test("output dupes", { subtype: "duplicateRowCount", usesValidationDataset: true, thresholds: [{ insightParameters: [{ name: "column_name", value: "output" }] }] });
+  await test("fours", {
+    subtype: "sqlQuery",
+    usesValidationDataset: true,
+    thresholds: [{ measurement: "result", insightParameters: [{ name: "query", value: "SELECT count(*) FROM df WHERE output = '4'" }], operator: "is", value: 2 }],
+  });
   await test("training dupes", { subtype: "duplicateRowCount", usesTrainingDataset: true });
   await test("monitoring only", { subtype: "rowCount", usesProductionData: true });
 });
 afterAll(() => t?.stop());
 
 describe("a commit pushed as the Python SDK pushes it", () => {
-  it("goes queued → completed, with a result for each development test saying why it was not measured", async () => {
+  it("goes queued → completed, with each development test measured on its dataset", async () => {
     const bundle = await tarOf({ "qa/openlayer.json": config, "qa/validation/dataset.csv": dataset });
     const id = await push(bundle);
     const done = await settled(id);
     expect(done).toMatchObject({
       id,
       status: "completed",
-      statusMessage: "Evaluated: 2 development tests, none of them measured by this server yet (each result says why it was skipped)",
-      passingGoalCount: 0,
-      failingGoalCount: 0,
-      totalGoalCount: 2,
+      statusMessage: "Evaluated 4 development tests: 2 passing, 1 failing, 1 skipped, 0 with errors",
+      passingGoalCount: 2,
+      failingGoalCount: 1,
+      totalGoalCount: 4,
     });
     const results = await call("GET", `/v1/versions/${id}/results`);
     expect(results.status).toBe(200);
     const items = (results.body as { items: Record<string, unknown>[] }).items;
     const byTest = Object.fromEntries(items.map((item) => [item.goalId as string, item]));
-    expect(Object.keys(byTest).sort()).toEqual([testIds.lengths, testIds["training dupes"]].sort());
+    expect(Object.keys(byTest).sort()).toEqual([testIds.lengths, testIds["output dupes"], testIds.fours, testIds["training dupes"]].sort());
     expect(byTest[testIds.lengths!]).toMatchObject({
       id: uuid,
       projectVersionId: id,
       inferencePipelineId: null,
-      status: "skipped",
-      statusMessage: "characterLength is not evaluated by this server",
+      status: "passing",
+      statusMessage: "characterLength = 2.33333333333 (threshold <= 3: holds)",
+      expectedValues: [{ measurement: "characterLength", lowerThreshold: null, upperThreshold: 3 }],
       dateDataStarts: null,
       dateDataEnds: null,
       dateCreated: iso,
     });
+    expect(byTest[testIds["output dupes"]!]).toMatchObject({ status: "failing", statusMessage: "duplicateRowCount = 1 (threshold <= 0: does not hold)" });
+    expect(byTest[testIds.fours!]).toMatchObject({ status: "passing", statusMessage: "result = 2 (threshold is 2: holds)" });
     expect(byTest[testIds["training dupes"]!]).toMatchObject({
       status: "skipped",
       statusMessage: "The bundle has no training dataset (training/dataset.csv or training/dataset.jsonl)",
     });
   });
 
+  it("measures a JSON Lines dataset as it does a CSV one", async () => {
+    const rows = ['{"question":"a","output":"4"}', '{"question":"b","output":"Paris"}', '{"question":"c","output":"4"}'];
+    const bundle = await tarOf({ "qa/openlayer.json": config, "qa/validation/dataset.jsonl": rows.join("\n") + "\n" });
+    const done = await settled(await push(bundle));
+    expect(done).toMatchObject({ status: "completed", passingGoalCount: 2, failingGoalCount: 1, totalGoalCount: 4 });
+  });
+
+  it("a dataset that cannot be read ends the commit failed, naming the file and the line", async () => {
+    const bundle = await tarOf({ "qa/openlayer.json": config, "qa/validation/dataset.csv": "question,output\n\"unterminated,4\n" });
+    const id = await push(bundle);
+    const done = await settled(id);
+    expect(done.status).toBe("failed");
+    expect(String(done.statusMessage)).toMatch(/could not be read: qa\/validation\/dataset\.csv: .*line/);
+    expect((await call("GET", `/v1/versions/${id}/results`)).body).toEqual({ items: [] });
+  });
+
   it("reads a gzipped tar, and files at the top of it", async () => {
     const bundle = gzipSync(await tarOf({ "openlayer.json": config, "validation/dataset.jsonl": '{"question":"q","output":"a"}\n', "training/dataset.csv": dataset }));
     const done = await settled(await push(bundle, "bundle.tar.gz"));
-    expect(done).toMatchObject({ status: "completed", totalGoalCount: 2 });
+    expect(done).toMatchObject({ status: "completed", totalGoalCount: 4 });
   });
 
   const broken: [string, () => Promise<Uint8Array>, string][] = [

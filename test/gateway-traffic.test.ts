@@ -258,7 +258,7 @@ describe("the workspace's default pipeline", () => {
   it("takes the rows of keys that name none, with a generated inference ID when there is no X-Request-ID, until it is cleared", async () => {
     const set = await g.admin("PATCH", "/v1/gateway/workspace-settings", { body: { inferencePipelineId: pipelines.fallback } });
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ inferencePipelineId: pipelines.fallback, dateUpdated: expect.any(String) });
+    expect(set.body).toEqual({ inferencePipelineId: pipelines.fallback, judgeModel: null, judgeKeySet: false, dateUpdated: expect.any(String) });
     expect((await g.admin("GET", "/v1/gateway/workspace-settings")).body).toEqual(set.body);
     // The change reaches the gateway by itself, through LISTEN/NOTIFY.
     await until(async () => effectivePipeline(keys.unbound.id) === pipelines.fallback, "the gateway to see the workspace's default", setUpWaitMs);
@@ -276,7 +276,7 @@ describe("the workspace's default pipeline", () => {
     expect(await storedRow(pipelines.own, "still-own")).toMatchObject({ input: "Own?" });
 
     const cleared = await g.admin("PATCH", "/v1/gateway/workspace-settings", { body: { inferencePipelineId: null } });
-    expect(cleared.body).toEqual({ inferencePipelineId: null, dateUpdated: expect.any(String) });
+    expect(cleared.body).toEqual({ inferencePipelineId: null, judgeModel: null, judgeKeySet: false, dateUpdated: expect.any(String) });
     await until(async () => effectivePipeline(keys.unbound.id) === null, "the gateway to see the default cleared", setUpWaitMs);
     await anthropic(keys.unbound.secret, { "x-request-id": "after-clear" }).messages.create({ model: "claude-x", max_tokens: 5, messages: [{ role: "user", content: "Hi" }] });
     await noRow(pipelines.fallback, "after-clear");
@@ -370,5 +370,39 @@ describe("guardrail verdicts", () => {
       await g.admin("DELETE", `/v1/gateway/guardrails/${guardrail.id}`);
       await t.app.gateway!.watcher.reload();
     }
+  });
+});
+
+describe("gateway traffic is evaluated as any pipeline's rows", () => {
+  it("monitoring tests measure a bound key's requests", async () => {
+    const llm = (await created("/v1/projects", { name: "evaluated traffic", taskType: "llm-base" })).id!;
+    const evaluated = await pipeline(llm, "evaluated");
+    const key = await created("/v1/gateway/keys", { name: "evaluated", inferencePipelineId: evaluated });
+    await t.app.gateway!.watcher.reload();
+    // Outputs of 2, 4 and 6 characters (mean 4), and 3 + 2 tokens per request (total 15).
+    for (const text of ["ab", "abcd", "abcdef"]) {
+      const model = fakeModel("claude-x", { text, inputTokens: 3, outputTokens: 2 });
+      await anthropic(key.secret!).messages.create({ model, max_tokens: 8, messages: [{ role: "user", content: "Say it" }] });
+    }
+    await rows().flush();
+    // One window of ten years, so that the three requests cannot straddle two windows.
+    const windowSeconds = 10 * 365 * 86_400;
+    const test = async (subtype: string, threshold: Record<string, unknown>) => {
+      const made = await created(`/v1/projects/${llm}/tests`, {
+        name: subtype, description: null, type: "integrity", subtype, thresholds: [threshold], usesProductionData: true, evaluationWindow: windowSeconds,
+      });
+      const now = Math.floor(Date.now() / 1000);
+      const queued = await g.admin("POST", `/v1/tests/${made.id}/evaluate`, { body: { startTimestamp: now - 1, endTimestamp: now } });
+      expect(queued.status).toBe(200);
+      const [task] = (queued.body as { tasks: { taskResultUrl: string }[] }).tasks;
+      await until(async () => ((await g.admin("GET", new URL(task!.taskResultUrl).pathname)).body as { status: string }).status === "completed", "the evaluation", setUpWaitMs);
+      const results = (await g.admin("GET", `/v1/tests/${made.id}/results`)).body as { items: { status: string; statusMessage: string }[] };
+      return results.items.map((r) => [r.status, r.statusMessage]);
+    };
+    expect(await test("rowCount", { operator: "is", value: 3 })).toEqual([["passing", "rowCount = 3 (threshold is 3: holds)"]]);
+    expect(await test("characterLength", { operator: "<=", value: 4 })).toEqual([["passing", "characterLength = 4 (threshold <= 4: holds)"]]);
+    expect(await test("metricThreshold", { insightName: "metrics", measurement: "totalTokens", operator: "<", value: 15 })).toEqual([
+      ["failing", "totalTokens = 15 (threshold < 15: does not hold)"],
+    ]);
   });
 });

@@ -6,6 +6,7 @@ import { client, type Call } from "./support/http.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
 import { setUpWaitMs, until } from "./support/wait.ts";
 import { waitingOnLock } from "./support/database.ts";
+import { pushBundle, tarOf } from "./support/bundles.ts";
 
 /**
  * A bulk test update whose process is killed while it runs the task is run again soon after, by a
@@ -84,6 +85,39 @@ describe("a bulk test update whose process is killed while running it", () => {
       await until(async () => (await status()) === "completed", "the task to complete", recoveryDeadlineMs);
       const list = await call("GET", `/v1/projects/${project}/tests`);
       expect((list.body as { items: { name: string }[] }).items[0]!.name).toBe("after");
+    } finally {
+      await lock.end();
+    }
+  });
+});
+
+describe("a commit whose process is killed while evaluating it", () => {
+  it("is evaluated again by a restarted process, with one result per test", { timeout: 90_000 }, async () => {
+    const project = ((await call("POST", "/v1/projects", { body: { name: "crash commit", taskType: "llm-base" } })).body as { id: string }).id;
+    const test = (await call("POST", `/v1/projects/${project}/tests`, {
+      body: { name: "rows", description: null, type: "integrity", subtype: "rowCount", thresholds: [{}], usesValidationDataset: true },
+    })).body as { id: string };
+    const bundle = await tarOf({ "qa/openlayer.json": JSON.stringify({ outputColumnName: "output" }), "qa/validation/dataset.csv": "output\na\nb\n" });
+
+    // Hold test_result, so that the evaluation, its dataset measured, waits to write its results.
+    const lock = new pg.Client({ connectionString: t.database.url });
+    await lock.connect();
+    try {
+      await lock.query("begin");
+      await lock.query("lock table test_result in share row exclusive mode");
+      const versionId = await pushBundle(call, project, bundle);
+      const commit = async () => (await call("GET", `/v1/versions/${versionId}`)).body as Record<string, unknown>;
+      const first = await worker();
+      await until(async () => (await commit()).status === "running" && (await waitingOnLock(lock)) === 1, "the evaluation to run and wait", setUpWaitMs);
+
+      first.child.kill("SIGKILL");
+      await once(first.child, "exit");
+      await lock.query("rollback");
+      await worker();
+      await until(async () => (await commit()).status === "completed", "the evaluation to complete", recoveryDeadlineMs);
+      expect(await commit()).toMatchObject({ passingGoalCount: 1, failingGoalCount: 0, totalGoalCount: 1 });
+      const results = (await call("GET", `/v1/versions/${versionId}/results`)).body as { items: { goalId: string; status: string; statusMessage: string }[] };
+      expect(results.items.map((r) => [r.goalId, r.status, r.statusMessage])).toEqual([[test.id, "passing", "rowCount = 2 (threshold > 0: holds)"]]);
     } finally {
       await lock.end();
     }

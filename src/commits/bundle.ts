@@ -14,6 +14,14 @@ export interface Bundle {
   datasets: { validation?: string; training?: string };
 }
 
+export type DatasetKind = "validation" | "training";
+
+/**
+ * Takes a dataset's bytes as the bundle is read (its entry is streamed, never held whole), and
+ * resolves once it has read them all; a rejection ends the reading with that error.
+ */
+export type DatasetReader = (kind: DatasetKind, format: "csv" | "jsonl", path: string, bytes: AsyncIterable<Uint8Array>) => Promise<void>;
+
 /** openlayer.json is small; anything larger is not one. */
 const MAX_CONFIG_BYTES = 1024 * 1024;
 /** Entries read at most: a bundle is a handful of files. */
@@ -34,33 +42,47 @@ async function* withHead(first: Uint8Array, rest: AsyncIterator<Uint8Array>): As
 /**
  * Reads a bundle as the Python SDK's push makes it: a tar (uncompressed, or gzipped) whose files sit
  * at the top or in one folder: `openlayer.json`, and `validation/dataset.csv` (or `.jsonl`),
- * `training/…`. Streamed: only openlayer.json is held, and it is capped.
+ * `training/…`. Streamed: only openlayer.json is held, and it is capped; each dataset is handed to
+ * `readDataset` as it comes.
  */
-export async function readBundle(body: AsyncIterable<Uint8Array>): Promise<Bundle> {
+export async function readBundle(body: AsyncIterable<Uint8Array>, readDataset?: DatasetReader): Promise<Bundle> {
   const iterator = body[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done || first.value.length === 0) throw new BundleError("The bundle is empty");
   const head = first.value;
   if (head[0] === 0x50 && head[1] === 0x4b) throw new BundleError("The bundle is a zip archive; upload a tar or tar.gz archive instead");
-  let source: Readable = Readable.from(withHead(head, iterator));
-  if (head[0] === 0x1f && head[1] === 0x8b) source = source.pipe(createGunzip());
+  const raw = Readable.from(withHead(head, iterator));
+  const source: Readable = head[0] === 0x1f && head[1] === 0x8b ? raw.pipe(createGunzip()) : raw;
 
   let config: JsonObject | undefined;
   let configError: string | undefined;
   const datasets: Bundle["datasets"] = {};
   let entries = 0;
   const tar = extract();
-  const reading = new Promise<void>((resolve, reject) => {
+  const reading = new Promise<void>((resolve, rejectReading) => {
+    // A failure stops the reading: nothing more is read from storage.
+    const reject = (err: unknown) => {
+      rejectReading(err);
+      raw.destroy();
+      source.destroy();
+      tar.destroy();
+    };
     tar.on("entry", (header, stream, next) => {
       entries += 1;
       if (entries > MAX_ENTRIES) {
         reject(new BundleError(`The bundle holds more than ${MAX_ENTRIES} files`));
-        stream.resume();
         return;
       }
       const path = header.name.replace(/^\.\//, "");
       const dataset = datasetPattern.exec(path);
-      if (dataset && header.type === "file") datasets[dataset[1] as "validation" | "training"] ??= path;
+      if (dataset && header.type === "file" && datasets[dataset[1] as DatasetKind] === undefined) {
+        const kind = dataset[1] as DatasetKind;
+        datasets[kind] = path;
+        if (readDataset) {
+          readDataset(kind, dataset[2] as "csv" | "jsonl", path, stream as AsyncIterable<Uint8Array>).then(() => next(), reject);
+          return;
+        }
+      }
       if (!configPath(path) || header.type !== "file") {
         stream.on("end", () => next());
         stream.resume();

@@ -13,7 +13,7 @@ import { baseUrlOf } from "../platform/urls.ts";
 import { optionalText, requireText } from "../platform/validate.ts";
 import { requireProject } from "../projects/queries.ts";
 import type { TaskQueue } from "../tasks/queue.ts";
-import { countResultsBy } from "../tests/queries.ts";
+import { countResultsOfCommits } from "../tests/queries.ts";
 import { commitEvaluationTaskType, type CommitEvaluationPayload } from "./evaluation.ts";
 import { ProjectVersionEntity, type ProjectVersion } from "./entities.ts";
 import { requireVersion } from "./queries.ts";
@@ -89,7 +89,7 @@ async function versionMessages(
   versions: ProjectVersion[],
   baseUrl: string,
 ): Promise<MessageInitShape<typeof ProjectVersionSchema>[]> {
-  const results = await countResultsBy(em, "project_version_id", versions.map((v) => v.id));
+  const results = await countResultsOfCommits(em, versions.map((v) => v.id));
   return versions.map((version) => {
     const counts = results.get(version.id);
     const dateCreated = timestampFromDate(version.dateCreated);

@@ -21,7 +21,7 @@ import { fieldsToUpdate } from "../platform/update-mask.ts";
 import { optionalText, requireText, requireUuid } from "../platform/validate.ts";
 import { requireProject } from "../projects/queries.ts";
 import { projectMessageById } from "../projects/service.ts";
-import { countResultsBy } from "../tests/queries.ts";
+import { countLatestResultsOfPipelines } from "../tests/queries.ts";
 import { workspaceMessageById } from "../workspaces/service.ts";
 import { InferencePipelineEntity, type InferencePipeline } from "./entities.ts";
 
@@ -57,7 +57,7 @@ export function createInferencePipelineService(options: PipelineServiceOptions):
         name: requireText("name", req.name, 255),
         description: optionalText("description", req.description, 10_000) ?? null,
         referenceDatasetUri: null,
-        // Nothing evaluates pipelines yet: a new one waits in the queue.
+        // Queued until its tests are first evaluated (src/tests/evaluation/task.ts).
         status: enumName(EvaluationStatus, EvaluationStatus.QUEUED),
         statusMessage: null,
         dateLastEvaluated: null,
@@ -127,7 +127,7 @@ async function pipelineMessages(
   baseUrl: string,
   expand: Expand[],
 ): Promise<MessageInitShape<typeof InferencePipelineSchema>[]> {
-  const results = await countResultsBy(em, "inference_pipeline_id", pipelines.map((p) => p.id));
+  const results = await countLatestResultsOfPipelines(em, pipelines.map((p) => p.id));
   const messages: MessageInitShape<typeof InferencePipelineSchema>[] = [];
   for (const pipeline of pipelines) {
     const counts = results.get(pipeline.id);

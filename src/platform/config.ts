@@ -53,6 +53,25 @@ export interface Config {
   storage: StorageSettings;
   /** Rows in (src/pipelines): caps of data-stream bodies and of loaded files, and retention's pace. */
   ingest: IngestLimits;
+  /** Tests evaluated (src/tests/evaluation): the schedule's pace and the bounds of each measure. */
+  evaluation: EvaluationSettings;
+}
+
+export interface EvaluationSettings {
+  /** How often due monitoring windows are looked for and queued. */
+  scheduleIntervalMs: number;
+  /** The statement bound of the evaluation pool: a measure over a large window takes longer than an API call. */
+  statementTimeoutMs: number;
+  /** A sqlQuery test's query is stopped after this. */
+  sqlQueryTimeoutMs: number;
+  /** DuckDB's memory for one sqlQuery, rows included. */
+  sqlQueryMemoryBytes: number;
+  /** Rows a judge model scores per window or dataset, at most. */
+  judgeSampleSize: number;
+  /** One judge call's bound. */
+  judgeTimeoutMs: number;
+  /** Where the judge reaches the gateway; absent: this host's gateway port. */
+  judgeGatewayUrl: string | undefined;
 }
 
 export interface IngestLimits {
@@ -101,6 +120,7 @@ export function loadConfig(env: Env): Config {
     databaseMigrationTimeoutMs: intVar(env, "WARDEN_DB_MIGRATION_TIMEOUT_MS", defaultMigrationTimeoutMs),
     storage: storageVar(env),
     ingest: ingestVar(env),
+    evaluation: evaluationVar(env),
   };
 }
 
@@ -165,6 +185,23 @@ function ingestVar(env: Env): IngestLimits {
     if (value < 1) throw new Error(`Ingestion limits must be at least 1, got ${name} = ${value}`);
   }
   return limits;
+}
+
+function evaluationVar(env: Env): EvaluationSettings {
+  const settings = {
+    scheduleIntervalMs: intVar(env, "WARDEN_EVALUATION_INTERVAL_MS", 30_000),
+    statementTimeoutMs: intVar(env, "WARDEN_EVALUATION_STATEMENT_TIMEOUT_MS", 120_000),
+    sqlQueryTimeoutMs: intVar(env, "WARDEN_SQL_QUERY_TIMEOUT_MS", 10_000),
+    sqlQueryMemoryBytes: intVar(env, "WARDEN_SQL_QUERY_MEMORY_BYTES", 1024 * 1024 * 1024),
+    judgeSampleSize: intVar(env, "WARDEN_JUDGE_SAMPLE_SIZE", 50),
+    judgeTimeoutMs: intVar(env, "WARDEN_JUDGE_TIMEOUT_MS", 60_000),
+  };
+  for (const [name, value] of Object.entries(settings)) {
+    if (value < 1) throw new Error(`Evaluation settings must be at least 1, got ${name} = ${value}`);
+  }
+  const judgeGatewayUrl = env.WARDEN_JUDGE_GATEWAY_URL || undefined;
+  if (judgeGatewayUrl !== undefined && !URL.canParse(judgeGatewayUrl)) throw new Error(`WARDEN_JUDGE_GATEWAY_URL must be a URL, got "${judgeGatewayUrl}"`);
+  return { ...settings, judgeGatewayUrl };
 }
 
 function storageVar(env: Env): StorageSettings {

@@ -12,6 +12,12 @@ import { TaskResultEntity } from "./entities.ts";
 /** Does the work of one task. It owns the task row's final status. */
 export type TaskHandler = (orm: MikroORM, taskResultId: string) => Promise<void>;
 
+/**
+ * Called once a task has failed on every attempt: what the task was for (a commit, say) is told
+ * it failed, so that nobody waits on it forever. The task row itself is marked failed.
+ */
+export type TaskGiveUp = (orm: MikroORM, taskResultId: string, error: Error) => Promise<void>;
+
 interface JobData {
   taskResultId: string;
 }
@@ -44,7 +50,7 @@ export class TaskQueue {
   private readonly boss: PgBoss;
   private readonly orm: MikroORM;
   private readonly logger: Logger;
-  private readonly handlers = new Map<string, TaskHandler>();
+  private readonly handlers = new Map<string, { run: TaskHandler; giveUp?: TaskGiveUp }>();
 
   constructor(databaseUrl: string, deadlines: DatabaseDeadlines, orm: MikroORM, logger: Logger) {
     this.boss = new PgBoss({
@@ -60,8 +66,8 @@ export class TaskQueue {
     this.logger = logger;
   }
 
-  register(type: string, handler: TaskHandler): void {
-    this.handlers.set(type, handler);
+  register(type: string, run: TaskHandler, giveUp?: TaskGiveUp): void {
+    this.handlers.set(type, { run, giveUp });
   }
 
   async start(options: { runWorkers: boolean }): Promise<void> {
@@ -74,7 +80,14 @@ export class TaskQueue {
     if (!options.runWorkers) return;
     for (const [type, handler] of this.handlers) {
       await this.boss.work<JobData>(type, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
-        if (job) await handler(this.orm, job.data.taskResultId);
+        if (!job) return;
+        try {
+          await handler.run(this.orm, job.data.taskResultId);
+        } catch (err) {
+          // pg-boss retries a job that throws; the last attempt's failure is the task's.
+          if (job.retryCount < queueOptions.retryLimit) throw err;
+          await this.giveUp(type, job.data.taskResultId, err instanceof Error ? err : new Error(String(err)));
+        }
       });
     }
     await this.requeueOpenTasks();
@@ -105,6 +118,17 @@ export class TaskQueue {
     await em.flush();
     await this.send(type, id);
     return id;
+  }
+
+  private async giveUp(type: string, taskResultId: string, error: Error): Promise<void> {
+    this.logger.error({ err: error, type, taskResultId }, "task failed on every attempt");
+    const now = new Date();
+    await this.orm.em.fork().nativeUpdate(
+      TaskResultEntity,
+      { id: taskResultId },
+      { status: enumName(TaskStatus, TaskStatus.FAILED), error: error.message, dateUpdated: now, dateCompleted: now },
+    );
+    await this.handlers.get(type)?.giveUp?.(this.orm, taskResultId, error);
   }
 
   private async send(type: string, taskResultId: string): Promise<void> {

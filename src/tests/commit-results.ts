@@ -1,53 +1,42 @@
 import { randomUUID } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { TestResultStatus } from "../../gen/warden/tests/v1/tests_pb.js";
 import { enumName } from "../platform/enums.ts";
+import { TestResultStatus } from "../../gen/warden/tests/v1/tests_pb.js";
 import { TestEntity, TestResultEntity, type Test } from "./entities.ts";
+import type { Outcome } from "./evaluation/evaluate.ts";
 
-export interface CommitEvaluation {
-  workspaceId: string;
-  projectId: string;
-  projectVersionId: string;
-  /** The datasets the commit's bundle holds. */
-  datasets: { validation: boolean; training: boolean };
+/** The development tests of a project (not archived): those a commit is evaluated on. */
+export function developmentTests(em: EntityManager, workspaceId: string, projectId: string): Promise<Test[]> {
+  return em.find(
+    TestEntity,
+    { projectId, workspaceId, archived: false, $or: [{ usesValidationDataset: true }, { usesTrainingDataset: true }] },
+    { orderBy: { number: "asc" } },
+  );
 }
 
-/** Why a development test has no measured value on a commit. */
-function skipReason(test: Test, datasets: CommitEvaluation["datasets"]): string {
-  if (test.usesValidationDataset && !datasets.validation) {
-    return "The bundle has no validation dataset (validation/dataset.csv or validation/dataset.jsonl)";
-  }
-  if (test.usesTrainingDataset && !datasets.training) {
-    return "The bundle has no training dataset (training/dataset.csv or training/dataset.jsonl)";
-  }
-  return `${test.subtype} is not evaluated by this server`;
+export interface CommitResults {
+  workspaceId: string;
+  projectVersionId: string;
+  outcomes: { test: Test; outcome: Outcome }[];
 }
 
 /**
- * Writes the results of a commit: one per development test of its project (not archived), in the
- * caller's transaction, replacing those of an earlier run (a task run again after a crash leaves no
- * duplicate). No measurement is computed yet (docs/tests.md), so each result is `skipped` and says
- * why. Returns how many results were written.
+ * Writes the results of a commit, one per test, in the caller's transaction, replacing those of an
+ * earlier run: a task run again after a crash leaves no duplicate.
  */
-export async function recordCommitResults(em: EntityManager, evaluation: CommitEvaluation): Promise<number> {
-  const tests = await em.find(TestEntity, {
-    projectId: evaluation.projectId,
-    workspaceId: evaluation.workspaceId,
-    archived: false,
-    $or: [{ usesValidationDataset: true }, { usesTrainingDataset: true }],
-  });
-  await em.nativeDelete(TestResultEntity, { projectVersionId: evaluation.projectVersionId });
+export async function recordCommitResults(em: EntityManager, results: CommitResults): Promise<void> {
+  await em.nativeDelete(TestResultEntity, { projectVersionId: results.projectVersionId });
   const now = new Date();
-  for (const test of tests) {
+  for (const { test, outcome } of results.outcomes) {
     em.create(TestResultEntity, {
       id: randomUUID(),
       testId: test.id,
-      workspaceId: evaluation.workspaceId,
-      projectVersionId: evaluation.projectVersionId,
+      workspaceId: results.workspaceId,
+      projectVersionId: results.projectVersionId,
       inferencePipelineId: null,
-      status: enumName(TestResultStatus, TestResultStatus.SKIPPED),
-      statusMessage: skipReason(test, evaluation.datasets),
-      expectedValues: [],
+      status: enumName(TestResultStatus, outcome.status),
+      statusMessage: outcome.statusMessage,
+      expectedValues: outcome.expectedValues,
       dateDataStarts: null,
       dateDataEnds: null,
       dateCreated: now,
@@ -55,5 +44,4 @@ export async function recordCommitResults(em: EntityManager, evaluation: CommitE
     });
   }
   await em.flush();
-  return tests.length;
 }

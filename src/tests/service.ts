@@ -16,6 +16,7 @@ import { taskResultPath } from "../tasks/service.ts";
 import { bulkUpdateTaskType, maxBulkUpdatePayloads, type BulkUpdatePayload } from "./bulk-update.ts";
 import { TestEntity, type Test } from "./entities.ts";
 import { windowEvaluationTaskType, type WindowEvaluationPayload } from "./evaluation/task.ts";
+import { defaultEvaluationWindow, pipelinesOfTest } from "./evaluation/windows.ts";
 import { testMessage } from "./messages.ts";
 import { lastUnskippedResult, listResults } from "./results.ts";
 import { requireSubtype } from "./catalog.ts";
@@ -158,7 +159,7 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
       }
       const windowSeconds = test.evaluationWindow || defaultEvaluationWindow;
       const starts = windowStarts(req.startTimestamp, req.endTimestamp, windowSeconds);
-      const pipelines = await pipelinesOfTest(em, test, req.inferencePipelineId);
+      const pipelines = await pipelinesToEvaluate(em, test, req.inferencePipelineId);
       const baseUrl = baseUrlOf(ctx.requestHeader, options.publicUrl, ctx.url);
       const tasks = [];
       for (const pipelineId of pipelines) {
@@ -196,8 +197,6 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
   };
 }
 
-/** Seconds, when a monitoring test sets no evaluationWindow (our choice: hourly). */
-const defaultEvaluationWindow = 3600;
 /** Windows one evaluate call may ask for: a year of hourly windows is 8,760. */
 const maxWindows = 10_000;
 
@@ -212,17 +211,12 @@ function windowStarts(start: bigint, end: bigint, windowSeconds: number): number
 }
 
 /** The pipelines a monitoring test applies to, or the one asked for, which must be of its project. */
-async function pipelinesOfTest(em: EntityManager, test: Test, only: string | undefined): Promise<string[]> {
+async function pipelinesToEvaluate(em: EntityManager, test: Test, only: string | undefined): Promise<string[]> {
   const all = await pipelineIdsOfProject(em, test.projectId);
-  if (only !== undefined) {
-    const id = requireUuid("inferencePipelineId", only);
-    if (!all.includes(id)) throw notFound("Inference pipeline not found");
-    return [id];
-  }
-  const excluded = new Set(test.excludePipelines ?? []);
-  const included = test.includePipelines ?? [];
-  const applies = test.defaultToAllPipelines === false ? all.filter((id) => included.includes(id)) : all;
-  return applies.filter((id) => !excluded.has(id));
+  if (only === undefined) return pipelinesOfTest(test, all);
+  const id = requireUuid("inferencePipelineId", only);
+  if (!all.includes(id)) throw notFound("Inference pipeline not found");
+  return [id];
 }
 
 /** Everything about a bulk update that can be checked before it is queued. */

@@ -36,6 +36,9 @@ export async function startTestApp(
     WARDEN_DATA_DIR: dataDir,
     WARDEN_ADMIN_KEY: adminKey,
     WARDEN_LOG_LEVEL: "silent",
+    // The evaluation schedule would add results for the current window to any monitoring test
+    // that outlives an hour boundary; a test that wants the schedule sets its own interval.
+    WARDEN_EVALUATION_INTERVAL_MS: "86400000",
     ...options.env,
   });
   const app = await startApp(config, createLogger(config.logLevel), options.hooks);

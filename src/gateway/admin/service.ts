@@ -26,6 +26,6 @@ export function createGatewayAdminService(options: GatewayAdminOptions): Service
     ...guardrailRpcs(),
     ...usageLimitRpcs(),
     ...settingsRpcs(options),
-    ...workspaceSettingsRpcs(),
+    ...workspaceSettingsRpcs(options.secrets),
   };
 }

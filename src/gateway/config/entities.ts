@@ -117,6 +117,10 @@ export const GatewayWorkspaceSettingsEntity = defineEntity({
     workspaceId: p.uuid().primary(),
     /** The inference pipeline that the traffic of the workspace's keys goes to when a key names none. */
     inferencePipelineId: p.uuid().nullable(),
+    /** The model that judges LLM tests (src/tests/evaluation/judge.ts), called through this gateway. */
+    judgeModel: p.text().nullable(),
+    /** The gateway key those calls use, sealed with the master key; never shown again. */
+    judgeKeySealed: p.blob().nullable(),
     dateUpdated: p.datetime(),
   },
 });

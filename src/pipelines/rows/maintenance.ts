@@ -1,6 +1,7 @@
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type pg from "pg";
 import type { Logger } from "../../platform/logger.ts";
+import { Periodic } from "../../platform/periodic.ts";
 import { projectRetentionDays } from "../../projects/queries.ts";
 import { InferencePipelineEntity } from "../entities.ts";
 import type { RowStore } from "./row-store.ts";
@@ -20,48 +21,27 @@ export class RowMaintenance {
   readonly #orm: MikroORM;
   readonly #pool: pg.Pool;
   readonly #store: RowStore;
-  readonly #logger: Logger;
-  readonly #timer: NodeJS.Timeout;
-  #running: Promise<void> | undefined;
+  readonly #periodic: Periodic;
 
   constructor(options: { orm: MikroORM; pool: pg.Pool; store: RowStore; logger: Logger; intervalMs: number }) {
     this.#orm = options.orm;
     this.#pool = options.pool;
     this.#store = options.store;
-    this.#logger = options.logger;
-    this.#timer = setInterval(() => void this.run(), options.intervalMs);
-    this.#timer.unref();
-  }
-
-  /** One pass; concurrent calls share it. */
-  run(): Promise<void> {
-    this.#running ??= this.#pass()
-      .catch((err: unknown) => this.#logger.warn({ err }, "row retention failed; will retry at the next run"))
-      .finally(() => {
-        this.#running = undefined;
-      });
-    return this.#running;
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
-  }
-
-  async #pass(): Promise<void> {
-    const lock = await this.#pool.connect();
-    try {
-      const { rows } = await lock.query<{ locked: boolean }>(`select pg_try_advisory_lock(${maintenanceLockId}) as locked`);
-      if (!rows[0]?.locked) return;
-      try {
+    this.#periodic = new Periodic({
+      name: "row retention",
+      lockId: maintenanceLockId,
+      pool: options.pool,
+      intervalMs: options.intervalMs,
+      logger: options.logger,
+      pass: async () => {
         await this.#purgeDeleted();
         await this.#expire();
-      } finally {
-        await lock.query(`select pg_advisory_unlock(${maintenanceLockId})`);
-      }
-    } finally {
-      lock.release();
-    }
+      },
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.#periodic.stop();
   }
 
   async #purgeDeleted(): Promise<void> {

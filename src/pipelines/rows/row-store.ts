@@ -6,7 +6,6 @@ import { filterSql, orderSql, type RowQuery } from "./filters.ts";
 import type { ColumnMapping } from "./config.ts";
 import { RowPartitions } from "./partitions.ts";
 import { presentRow, rowColumns, type RowRecord } from "./present.ts";
-import { measureWindow, windowHasColumn, type Window, type WindowMeasure } from "./window.ts";
 
 /** What a late update or a merge changes in a stored row: the given canonical values, and `data` merged in. */
 /**
@@ -159,16 +158,6 @@ export class RowStore {
       }
       return result;
     });
-  }
-
-  /** A measure of a window of a pipeline's rows, computed where they are (window.ts). */
-  measure(window: Window, measure: WindowMeasure): Promise<number | null> {
-    return measureWindow(this.#pool, window, measure);
-  }
-
-  /** Whether any row of the window has `column`. */
-  hasColumn(window: Window, column: string): Promise<boolean> {
-    return windowHasColumn(this.#pool, window, column);
   }
 
   /** The newest row with this inference ID, as the API shows rows. */

@@ -1197,6 +1197,21 @@ export declare type GatewayWorkspaceSettings = Message<"warden.gateway.v1.Gatewa
    * @generated from field: google.protobuf.Timestamp date_updated = 2;
    */
   dateUpdated?: Timestamp | undefined;
+
+  /**
+   * The model that judges the workspace's LLM tests (llmRubricThresholdV2, the LLM metrics), called
+   * through this gateway; null: none, and those tests are skipped, saying so.
+   *
+   * @generated from field: optional string judge_model = 3;
+   */
+  judgeModel?: string | undefined;
+
+  /**
+   * Whether a gateway key for those calls is set. The key itself is never shown.
+   *
+   * @generated from field: bool judge_key_set = 4;
+   */
+  judgeKeySet: boolean;
 };
 
 /**
@@ -1243,6 +1258,21 @@ export declare type UpdateGatewayWorkspaceSettingsRequest = Message<"warden.gate
    * @generated from field: optional string inference_pipeline_id = 1;
    */
   inferencePipelineId?: string | undefined;
+
+  /**
+   * null: no judge model.
+   *
+   * @generated from field: optional string judge_model = 3;
+   */
+  judgeModel?: string | undefined;
+
+  /**
+   * A gateway key of this instance (sk-wg-…) that the judge's calls use; sealed, never shown again.
+   * null: none.
+   *
+   * @generated from field: optional string judge_key = 4;
+   */
+  judgeKey?: string | undefined;
 
   /**
    * Over REST, the keys present in the body.
