@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { runSqlQuery, type SqlQueryLimits, type SqlQueryOutcome } from "../src/tests/evaluation/sql-query.ts";
+import { runSqlQuery, type RowSource, type SqlQueryLimits, type SqlQueryOutcome } from "../src/tests/evaluation/sql-query.ts";
 
 /** Generous: only the timeout tests count on the timeout. */
 const limits: SqlQueryLimits = { timeoutMs: 20_000, memoryLimitBytes: 256 * 2 ** 20, threads: 1 };
@@ -18,8 +18,21 @@ async function* batches(rows: readonly JsonObject[], size = 2): AsyncGenerator<r
   for (let start = 0; start < rows.length; start += size) yield rows.slice(start, start + size);
 }
 
+/** The columns asked for by the last run (undefined: all). */
+let asked: readonly string[] | undefined;
+
+/** As the row store answers: only the fields named, as written or in lower case, without nulls; or all of them. */
+function source(rows: readonly JsonObject[]): RowSource {
+  return (columns) => {
+    asked = columns;
+    if (columns === undefined) return batches(rows);
+    const wanted = new Set(columns.flatMap((c) => [c, c.toLowerCase()]));
+    return batches(rows.map((row) => Object.fromEntries(Object.entries(row).filter(([key, value]) => wanted.has(key) && value !== null))));
+  };
+}
+
 function run(query: string, rows: readonly JsonObject[], overrides: Partial<SqlQueryLimits> = {}): Promise<SqlQueryOutcome> {
-  return runSqlQuery(query, batches(rows), { ...limits, ...overrides });
+  return runSqlQuery(query, source(rows), { ...limits, ...overrides });
 }
 
 /** Text that a query computed, read back from the error that `error(text)` raises. */
@@ -106,7 +119,23 @@ describe("sqlQuery: the table df", () => {
       yield [{ a: 1 }];
       throw new Error("database went away");
     }
-    await expect(runSqlQuery("select count(*) from df", failing(), limits)).rejects.toThrow("database went away");
+    await expect(runSqlQuery("select count(*) from df", () => failing(), limits)).rejects.toThrow("database went away");
+  });
+
+  it("loads only the columns the query names; a * or a query naming none loads them all", async () => {
+    expect(await run("select avg(LATENCY) from df where df.user = 'u1'", calls)).toEqual({ value: 200 });
+    expect(asked).toEqual(["LATENCY", "df", "user"]);
+    // A field named in other letters' case, or null in every row, is found by loading every field.
+    expect(await run("select count(distinct userid) from df", [{ UserId: "a" }, { UserId: "b" }])).toEqual({ value: 2 });
+    expect(asked).toBeUndefined();
+    expect(await run("select count(*) from df where cost is null", [{ cost: null, n: 1 }, { cost: null, n: 2 }])).toEqual({ value: 2 });
+    expect(asked).toBeUndefined();
+    expect(await run("select count(*) from df", calls)).toEqual({ value: 3 });
+    expect(asked).toBeUndefined();
+    expect(await run("select count(*) from (select * from df) where latency > 100", calls)).toEqual({ value: 2 });
+    expect(asked).toBeUndefined();
+    expect(await run("select max(columns('lat.*')) from df", calls)).toEqual({ value: 300 });
+    expect(asked).toBeUndefined();
   });
 });
 

@@ -68,7 +68,8 @@ function sqlOf(measure: RowMeasure, params: unknown[]): string {
       const key = measure.columns === undefined || measure.columns.length === 0
         ? "w.data"
         : `jsonb_build_array(${measure.columns.map((c) => jsonbOf(c, params)).join(", ")})`;
-      return `select (count(*) - count(distinct ${key}))::float8 as value from w`;
+      // Rows minus groups, grouped by hashing: count(distinct) would sort every row.
+      return `select coalesce(sum(n) - count(*), 0)::float8 as value from (select count(*) as n from w group by ${key}) g`;
     }
     case "characterLength":
       return `select ${aggregate(measure.statistic, `char_length(${textOf(measure.column, params)})`)}::float8 as value from w`;
@@ -81,6 +82,13 @@ function sqlOf(measure: RowMeasure, params: unknown[]): string {
     case "numeric":
       return `select ${aggregate(measure.statistic, numberOf(measure.column, params))}::float8 as value from w`;
   }
+}
+
+/** An object without its null values (as a projection answers a missing field). */
+function withoutNulls(row: JsonObject): JsonObject {
+  const kept: JsonObject = {};
+  for (const [key, value] of Object.entries(row)) if (value !== null) kept[key] = value;
+  return kept;
 }
 
 /** Rows fetched per round trip when rows are scanned into the process. */
@@ -108,6 +116,12 @@ export class RowMeter {
     const select = sqlOf(measure, params);
     const { rows } = await this.#db.query<{ value: number | null }>(`with w as (${this.#rows.sql}) ${select}`, params);
     return rows[0]?.value ?? null;
+  }
+
+  /** Whether there is no row at all: one index probe, where a count would read them all. */
+  async isEmpty(): Promise<boolean> {
+    const { rows } = await this.#db.query<{ found: boolean }>(`select exists (${this.#rows.sql}) as found`, [...this.#rows.params]);
+    return !rows[0]?.found;
   }
 
   /** Whether any row has `column` (as sent, or a canonical column with a value). */
@@ -139,10 +153,21 @@ export class RowMeter {
     return rows;
   }
 
-  /** The rows as sent, in batches. */
-  async *rows(): AsyncGenerator<JsonObject[]> {
-    for await (const batch of this.#scan<{ data: JsonObject }>(`select data from (${this.#rows.sql}) w`, [...this.#rows.params])) {
-      yield batch.map((row) => row.data);
+  /**
+   * The rows as sent, in batches; with `columns`, only those fields, as written and in lower case
+   * (a cheap projection in SQL, where matching every key without regard to case would cost a pass
+   * over each row's keys), null values left out.
+   */
+  async *rows(columns?: readonly string[]): AsyncGenerator<JsonObject[]> {
+    const params = [...this.#rows.params];
+    let select = "data";
+    const names = columns === undefined ? [] : [...new Set(columns.flatMap((c) => [c, c.toLowerCase()]))];
+    // jsonb_build_object takes at most 100 arguments: a query naming more fields gets them all.
+    if (columns !== undefined && names.length <= 50) {
+      select = `jsonb_build_object(${names.map((name) => (params.push(name), `$${params.length}::text, data -> $${params.length}::text`)).join(", ")})`;
+    }
+    for await (const batch of this.#scan<{ data: JsonObject }>(`select ${select} as data from (${this.#rows.sql}) w`, params)) {
+      yield select === "data" ? batch.map((row) => row.data) : batch.map((row) => withoutNulls(row.data));
     }
   }
 

@@ -98,7 +98,7 @@ async function measured(plan: Exclude<MeasurePlan, { skip: string } | { error: s
     return { value: failing };
   }
   if ("query" in plan) {
-    const result = await runSqlQuery(plan.query, meter.rows(), tools.sqlQueryLimits);
+    const result = await runSqlQuery(plan.query, (columns) => meter.rows(columns), tools.sqlQueryLimits);
     return "error" in result ? result : { value: result.value };
   }
   const judge = await tools.judgeOf(test.workspaceId);
@@ -115,8 +115,7 @@ async function measured(plan: Exclude<MeasurePlan, { skip: string } | { error: s
  * server; error when a threshold cannot be checked as given.
  */
 export async function evaluateRows(meter: RowMeter, test: Test, tools: EvaluationTools, fields: JudgeFields, scope: string): Promise<Outcome> {
-  const rows = await meter.measure({ kind: "rowCount" });
-  if (!rows) return outcome(TestResultStatus.SKIPPED, `The ${scope} holds no rows`);
+  if (await meter.isEmpty()) return outcome(TestResultStatus.SKIPPED, `The ${scope} holds no rows`);
   const thresholds = loadThresholds(test.thresholds);
   if (thresholds.length === 0) return outcome(TestResultStatus.SKIPPED, "The test has no thresholds");
   const findings: string[] = [];

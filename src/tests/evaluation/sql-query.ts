@@ -19,6 +19,15 @@ export interface SqlQueryLimits {
 
 export type SqlQueryOutcome = { value: number | null } | { error: string };
 
+/** What load answers when the rows had no field at all. */
+const noFields = Symbol("no fields");
+
+/**
+ * The rows to load, in batches: only the fields named `columns` (at least as written and in lower
+ * case; missing and null values may be left out alike), or every field when `columns` is undefined.
+ */
+export type RowSource = (columns: readonly string[] | undefined) => AsyncIterable<readonly JsonObject[]>;
+
 /** The types a measured value may have; all become a JS number (BOOLEAN as 1/0). */
 const NUMERIC_TYPES: ReadonlySet<DuckDBTypeId> = new Set([
   DuckDBTypeId.BOOLEAN,
@@ -48,20 +57,42 @@ const NUMERIC_TYPES: ReadonlySet<DuckDBTypeId> = new Set([
  * A failure to read the rows themselves is thrown, not answered, since it says nothing about the
  * query.
  */
-export async function runSqlQuery(query: string, rows: AsyncIterable<readonly JsonObject[]>, limits: SqlQueryLimits): Promise<SqlQueryOutcome> {
+export async function runSqlQuery(query: string, rows: RowSource, limits: SqlQueryLimits): Promise<SqlQueryOutcome> {
+  // DuckDB takes SQL as C strings, which end at a NUL: the query would be cut short there.
+  if (query.includes("\0")) return { error: "The query may not contain a NUL character" };
   const instance = await DuckDBInstance.create(":memory:", sandboxOptions(limits));
   try {
     const connection = await instance.connect();
     try {
-      const loaded = await load(connection, rows);
-      if (loaded) return loaded;
-      return await runWithTimeout(connection, query, limits.timeoutMs);
+      const parsed = await parseSelect(connection, query);
+      if ("error" in parsed) return parsed;
+      const outcome = await loadAndRun(connection, query, rows(parsed.columns), limits.timeoutMs);
+      // The fields loaded are those the query names, as written or in lower case: a field it
+      // names in other letters' case, or none of the rows has, is found by loading them all.
+      if (parsed.columns !== undefined && (outcome === noFields || ("error" in outcome && outcome.error.startsWith(missingColumn)))) {
+        await connection.run("drop table if exists df");
+        return answer(await loadAndRun(connection, query, rows(undefined), limits.timeoutMs));
+      }
+      return answer(outcome);
     } finally {
       connection.closeSync();
     }
   } finally {
     instance.closeSync();
   }
+}
+
+/** How DuckDB's binder says a query names a column df does not have. */
+const missingColumn = "Binder Error: Referenced column";
+
+async function loadAndRun(connection: DuckDBConnection, query: string, rows: AsyncIterable<readonly JsonObject[]>, timeoutMs: number): Promise<SqlQueryOutcome | typeof noFields> {
+  const loaded = await load(connection, rows);
+  if (loaded) return loaded;
+  return runWithTimeout(connection, query, timeoutMs);
+}
+
+function answer(outcome: SqlQueryOutcome | typeof noFields): SqlQueryOutcome {
+  return outcome === noFields ? { error: "The rows have no fields, so there is no table df to query" } : outcome;
 }
 
 /**
@@ -126,8 +157,11 @@ function textOf(value: JsonValue): string {
  * Each batch goes through DuckDB's appender; a batch that brings new fields first adds their
  * columns, as NULL for the rows before. Answers an error when the rows cannot make a table.
  */
-async function load(connection: DuckDBConnection, rows: AsyncIterable<readonly JsonObject[]>): Promise<{ error: string } | undefined> {
+async function load(connection: DuckDBConnection, rows: AsyncIterable<readonly JsonObject[]>): Promise<{ error: string } | typeof noFields | undefined> {
   const kinds = new Map<string, Kind>();
+  // Rows read before any row had a field (rows without the columns a query names): they are rows
+  // of df all the same, all NULL, put in when df is made.
+  let fieldless = 0;
   for await (const batch of rows) {
     const added: string[] = [];
     for (const row of batch) {
@@ -144,12 +178,15 @@ async function load(connection: DuckDBConnection, rows: AsyncIterable<readonly J
     }
     const failed = await loading(async () => {
       // The first batch with fields creates df: every column it knows of is new.
-      if (added.length > 0) await addColumns(connection, added, kinds.size === added.length);
+      const creates = added.length > 0 && kinds.size === added.length;
+      if (added.length > 0) await addColumns(connection, added, creates);
+      if (creates && fieldless > 0) await connection.run(`insert into df (${quoted(added[0]!)}) select null from range(${fieldless})`);
       if (kinds.size > 0) await append(connection, [...kinds.keys()], batch);
+      else fieldless += batch.length;
     });
     if (failed) return failed;
   }
-  if (kinds.size === 0) return { error: "The rows have no fields, so there is no table df to query" };
+  if (kinds.size === 0) return noFields;
   return loading(async () => {
     for (const [name, kind] of kinds) {
       if (kind === "number" || kind === "boolean") {
@@ -234,10 +271,6 @@ async function runWithTimeout(connection: DuckDBConnection, query: string, timeo
  * rows is never materialized.
  */
 async function firstValue(connection: DuckDBConnection, query: string): Promise<SqlQueryOutcome> {
-  // DuckDB takes SQL as C strings, which end at a NUL: the query would be cut short there.
-  if (query.includes("\0")) return { error: "The query may not contain a NUL character" };
-  const refused = await notOneSelect(connection, query);
-  if (refused) return { error: refused };
   const prepared = await connection.prepare(query);
   try {
     // Checked again after binding, since it is what keeps the query read-only.
@@ -262,17 +295,31 @@ interface SerializedSql {
 }
 
 /**
- * Why the query is not exactly one SELECT statement, if it is not, from DuckDB's parser alone:
- * json_serialize_sql serializes SELECT statements only. It sees a PRAGMA as a PRAGMA, where the
- * prepared statement's type would already show the SELECT that DuckDB rewrites some into.
+ * The query, parsed by DuckDB alone (no table needed): an error unless it is exactly one SELECT
+ * (json_serialize_sql serializes SELECT statements only; it sees a PRAGMA as a PRAGMA, where the
+ * prepared statement's type would already show the SELECT that DuckDB rewrites some into), else
+ * the names it refers to. Only those columns are loaded, which is most of the work over a large
+ * window; a `*` or COLUMNS(…), or a query naming no column at all, loads every column.
  */
-async function notOneSelect(connection: DuckDBConnection, query: string): Promise<string | undefined> {
+async function parseSelect(connection: DuckDBConnection, query: string): Promise<{ columns: string[] | undefined } | { error: string }> {
   const reader = await connection.runAndReadAll("select json_serialize_sql($query::varchar)", { query });
-  const parsed = JSON.parse(String(reader.getRows()[0]?.[0])) as SerializedSql;
-  if (parsed.error) return parsed.error_type === "parser" ? `Parser Error: ${parsed.error_message}` : "The query must be one SELECT statement";
+  const names = new Set<string>();
+  let star = false;
+  const parsed = JSON.parse(String(reader.getRows()[0]?.[0]), (_key, value: unknown) => {
+    if (typeof value === "object" && value !== null && "class" in value) {
+      if (value.class === "STAR") star = true;
+      if (value.class === "COLUMN_REF" && "column_names" in value && Array.isArray(value.column_names)) {
+        // A qualified name (df.latency, a struct's field) names each part: extra names load nothing.
+        for (const name of value.column_names) if (typeof name === "string") names.add(name);
+      }
+    }
+    return value;
+  }) as SerializedSql;
+  if (parsed.error) return { error: parsed.error_type === "parser" ? `Parser Error: ${parsed.error_message}` : "The query must be one SELECT statement" };
   const count = parsed.statements?.length ?? 0;
-  if (count === 0) return "The query is empty";
-  return count === 1 ? undefined : `The query must be one SELECT statement; it has ${count}`;
+  if (count === 0) return { error: "The query is empty" };
+  if (count > 1) return { error: `The query must be one SELECT statement; it has ${count}` };
+  return { columns: star || names.size === 0 ? undefined : [...names] };
 }
 
 function valueOf(value: JS): SqlQueryOutcome {
