@@ -139,7 +139,7 @@ export async function runEvaluationBench(options: EvaluationBenchOptions): Promi
     "",
     `${new Date().toISOString().slice(0, 10)}, ${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(0)} GiB, Node ${m.node}, PostgreSQL ${server.postgresVersion} (${server.databaseKind}).`,
     "Through POST /v1/tests/{id}/evaluate (overwriting), timed until the tasks are completed. First the ten queued at once, as the schedule queues a window's",
-    "tests (one worker runs them in turn); then each alone, which adds the queue's pick-up time (pg-boss polls every 0.5 s) to every test.",
+    "tests (a process runs two window tasks at a time); then each alone, which adds the queue's pick-up time to every test.",
     "",
     `| all ten queued at once | ${small.toLocaleString("en-US")} rows: **${together.get(small)!.toFixed(0)} ms** | ${large.toLocaleString("en-US")} rows: **${together.get(large)!.toFixed(0)} ms** |`,
     "| --- | ---: | ---: |",

@@ -103,9 +103,10 @@ export async function startApi(
       tools,
       logger,
     }),
-    commitEvaluationGaveUp,
+    { giveUp: commitEvaluationGaveUp },
   );
-  tasks.register(windowEvaluationTaskType, windowEvaluationHandler(evaluationPool, tools));
+  // Two at a time: a window's tests are queued together, and each waits mostly on PostgreSQL.
+  tasks.register(windowEvaluationTaskType, windowEvaluationHandler(evaluationPool, tools), { workers: 2 });
   await tasks.start({ runWorkers: config.runWorkers });
   const maintenance = config.runWorkers
     ? new RowMaintenance({ orm, pool: rows.pool, store: rows.store, logger, intervalMs: config.ingest.maintenanceIntervalMs })

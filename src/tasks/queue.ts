@@ -50,7 +50,7 @@ export class TaskQueue {
   private readonly boss: PgBoss;
   private readonly orm: MikroORM;
   private readonly logger: Logger;
-  private readonly handlers = new Map<string, { run: TaskHandler; giveUp?: TaskGiveUp }>();
+  private readonly handlers = new Map<string, { run: TaskHandler; giveUp?: TaskGiveUp; workers: number }>();
 
   constructor(databaseUrl: string, deadlines: DatabaseDeadlines, orm: MikroORM, logger: Logger) {
     this.boss = new PgBoss({
@@ -66,8 +66,9 @@ export class TaskQueue {
     this.logger = logger;
   }
 
-  register(type: string, run: TaskHandler, giveUp?: TaskGiveUp): void {
-    this.handlers.set(type, { run, giveUp });
+  /** `workers`: how many of this type's tasks one process runs at once. */
+  register(type: string, run: TaskHandler, options: { giveUp?: TaskGiveUp; workers?: number } = {}): void {
+    this.handlers.set(type, { run, giveUp: options.giveUp, workers: options.workers ?? 1 });
   }
 
   async start(options: { runWorkers: boolean }): Promise<void> {
@@ -79,21 +80,7 @@ export class TaskQueue {
     }
     if (!options.runWorkers) return;
     for (const [type, handler] of this.handlers) {
-      let workerId: string | undefined;
-      workerId = await this.boss.work<JobData>(type, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
-        if (!job) return;
-        // Told while a job runs, the worker fetches the next one as soon as this one is done,
-        // instead of after its polling interval: tasks queued together (a window's tests) run
-        // back to back, not one per half second.
-        if (workerId) this.boss.notifyWorker(workerId);
-        try {
-          await handler.run(this.orm, job.data.taskResultId);
-        } catch (err) {
-          // pg-boss retries a job that throws; the last attempt's failure is the task's.
-          if (job.retryCount < queueOptions.retryLimit) throw err;
-          await this.giveUp(type, job.data.taskResultId, err instanceof Error ? err : new Error(String(err)));
-        }
-      });
+      for (let i = 0; i < handler.workers; i++) await this.work(type, handler);
     }
     await this.requeueOpenTasks();
   }
@@ -123,6 +110,25 @@ export class TaskQueue {
     await em.flush();
     await this.send(type, id);
     return id;
+  }
+
+  /** One worker of a type's tasks. */
+  private async work(type: string, handler: { run: TaskHandler }): Promise<void> {
+    let workerId: string | undefined;
+    workerId = await this.boss.work<JobData>(type, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
+      if (!job) return;
+      // Told while a job runs, the worker fetches the next one as soon as this one is done,
+      // instead of after its polling interval: tasks queued together (a window's tests) run
+      // back to back, not one per half second.
+      if (workerId) this.boss.notifyWorker(workerId);
+      try {
+        await handler.run(this.orm, job.data.taskResultId);
+      } catch (err) {
+        // pg-boss retries a job that throws; the last attempt's failure is the task's.
+        if (job.retryCount < queueOptions.retryLimit) throw err;
+        await this.giveUp(type, job.data.taskResultId, err instanceof Error ? err : new Error(String(err)));
+      }
+    });
   }
 
   private async giveUp(type: string, taskResultId: string, error: Error): Promise<void> {
