@@ -7,7 +7,7 @@ import { loadThresholds } from "../thresholds.ts";
 import { judgeMean, type JudgedRow, type JudgeSettings } from "./judge.ts";
 import { planOf, type MeasurePlan } from "./measures.ts";
 import { runSqlQuery, type SqlQueryLimits } from "./sql-query.ts";
-import { failsCheck, type TextDetectors } from "./text-checks.ts";
+import { failsCheck, textOf, type TextDetectors } from "./text-checks.ts";
 
 /** What evaluation uses besides the rows: the detectors, DuckDB's bounds, the workspace's judge. */
 export interface EvaluationTools {
@@ -67,22 +67,21 @@ const outcome = (status: TestResultStatus, statusMessage: string, expectedValues
 
 type Measured = { value: number | null } | { skip: string } | { error: string };
 
-function textOf(value: JsonValue | undefined): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  return typeof value === "string" ? value : JSON.stringify(value);
+function optionalText(value: JsonValue | undefined): string | undefined {
+  return value === undefined || value === null ? undefined : textOf(value);
 }
 
 /** A judged row from a row as sent and its canonical output and ground truth. */
 function judgedRow(row: { output: string | null; groundTruth: string | null; data: JsonObject }, fields: JudgeFields): JudgedRow {
   const inputs = fields.inputColumns.flatMap((c) => {
-    const text = textOf(row.data[c]);
+    const text = optionalText(row.data[c]);
     return text === undefined ? [] : [fields.inputColumns.length > 1 ? `${c}: ${text}` : text];
   });
   return {
     output: row.output ?? undefined,
     groundTruth: row.groundTruth ?? undefined,
     input: inputs.length > 0 ? inputs.join("\n") : undefined,
-    context: fields.contextColumn === undefined ? undefined : textOf(row.data[fields.contextColumn]),
+    context: fields.contextColumn === undefined ? undefined : optionalText(row.data[fields.contextColumn]),
   };
 }
 

@@ -30,7 +30,7 @@ export function piiTypesOf(value: JsonValue | undefined): readonly PiiEntityType
 }
 
 /** A value as text: a string as it is, any other value as its JSON. */
-function textOf(value: JsonValue): string {
+export function textOf(value: JsonValue): string {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
