@@ -6,6 +6,7 @@ import { fakeModel } from "./support/fake-providers.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
 import { errorBody } from "./support/http.ts";
 import { setUpWaitMs, until } from "./support/wait.ts";
+import { evaluated } from "./support/evaluation.ts";
 import { addWorkspace } from "./support/workspace.ts";
 
 /**
@@ -376,8 +377,8 @@ describe("guardrail verdicts", () => {
 describe("gateway traffic is evaluated as any pipeline's rows", () => {
   it("monitoring tests measure a bound key's requests", async () => {
     const llm = (await created("/v1/projects", { name: "evaluated traffic", taskType: "llm-base" })).id!;
-    const evaluated = await pipeline(llm, "evaluated");
-    const key = await created("/v1/gateway/keys", { name: "evaluated", inferencePipelineId: evaluated });
+    const target = await pipeline(llm, "evaluated");
+    const key = await created("/v1/gateway/keys", { name: "evaluated", inferencePipelineId: target });
     await t.app.gateway!.watcher.reload();
     // Outputs of 2, 4 and 6 characters (mean 4), and 3 + 2 tokens per request (total 15).
     for (const text of ["ab", "abcd", "abcdef"]) {
@@ -392,12 +393,8 @@ describe("gateway traffic is evaluated as any pipeline's rows", () => {
         name: subtype, description: null, type: "integrity", subtype, thresholds: [threshold], usesProductionData: true, evaluationWindow: windowSeconds,
       });
       const now = Math.floor(Date.now() / 1000);
-      const queued = await g.admin("POST", `/v1/tests/${made.id}/evaluate`, { body: { startTimestamp: now - 1, endTimestamp: now } });
-      expect(queued.status).toBe(200);
-      const [task] = (queued.body as { tasks: { taskResultUrl: string }[] }).tasks;
-      await until(async () => ((await g.admin("GET", new URL(task!.taskResultUrl).pathname)).body as { status: string }).status === "completed", "the evaluation", setUpWaitMs);
-      const results = (await g.admin("GET", `/v1/tests/${made.id}/results`)).body as { items: { status: string; statusMessage: string }[] };
-      return results.items.map((r) => [r.status, r.statusMessage]);
+      const results = await evaluated(g.admin, made.id!, { startTimestamp: now - 1, endTimestamp: now });
+      return results.map((r) => [r.status, r.statusMessage]);
     };
     expect(await test("rowCount", { operator: "is", value: 3 })).toEqual([["passing", "rowCount = 3 (threshold is 3: holds)"]]);
     expect(await test("characterLength", { operator: "<=", value: 4 })).toEqual([["passing", "characterLength = 4 (threshold <= 4: holds)"]]);

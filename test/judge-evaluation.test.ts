@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel } from "./support/fake-providers.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
 import { errorBody } from "./support/http.ts";
-import { setUpWaitMs, until } from "./support/wait.ts";
+import { evaluated } from "./support/evaluation.ts";
 
 let t: TestApp;
 let g: GatewayFixture;
@@ -46,10 +46,7 @@ async function evaluateRubric(): Promise<{ status: string; statusMessage: string
   });
   expect(made.status, made.text).toBe(201);
   const testId = (made.body as { id: string }).id;
-  const queued = await g.admin("POST", `/v1/tests/${testId}/evaluate`, { body: { startTimestamp: A, endTimestamp: A + hour } });
-  const [task] = (queued.body as { tasks: { taskResultUrl: string }[] }).tasks;
-  await until(async () => ((await g.admin("GET", new URL(task!.taskResultUrl).pathname)).body as { status: string }).status === "completed", "the evaluation", setUpWaitMs);
-  return ((await g.admin("GET", `/v1/tests/${testId}/results`)).body as { items: { status: string; statusMessage: string }[] }).items;
+  return evaluated(g.admin, testId, { startTimestamp: A, endTimestamp: A + hour });
 }
 
 describe("the judge of a workspace's LLM tests", () => {

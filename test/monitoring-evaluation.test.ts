@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, errorBody, type Call } from "./support/http.ts";
+import { evaluated } from "./support/evaluation.ts";
 import { setUpWaitMs, until } from "./support/wait.ts";
 
 let t: TestApp;
@@ -188,9 +189,7 @@ describe("monitoring tests evaluated window by window", () => {
   it("the pipeline counts each test's latest window: completed, with the goal counts of those results", async () => {
     // A test evaluated over A and B only: its latest result is B's (rowCount = 1 > 0: passing).
     const testId = await monitoringTest("latest is B", "rowCount", { operator: ">", value: 0 });
-    const res = await call("POST", `/v1/tests/${testId}/evaluate`, { body: { startTimestamp: A, endTimestamp: C } });
-    const [task] = (res.body as { tasks: { taskResultUrl: string }[] }).tasks;
-    await until(async () => ((await call("GET", new URL(task!.taskResultUrl).pathname)).body as { status: string }).status === "completed", "the evaluation task", setUpWaitMs);
+    await evaluated(call, testId, { startTimestamp: A, endTimestamp: C });
     const tests = ((await call("GET", `/v1/projects/${projectId}/tests?perPage=100`)).body as { items: { id: string }[] }).items;
     const latest: string[] = [];
     for (const test of tests) {

@@ -1,0 +1,21 @@
+import { expect } from "vitest";
+import type { Call } from "./http.ts";
+import { setUpWaitMs, until } from "./wait.ts";
+
+export interface ResultItem {
+  id: string;
+  status: string;
+  statusMessage: string;
+  dateDataStarts: string;
+}
+
+/** POST /v1/tests/{id}/evaluate, waits for every task it queued, and answers the test's results, newest window first. */
+export async function evaluated(call: Call, testId: string, body: Record<string, unknown>): Promise<ResultItem[]> {
+  const queued = await call("POST", `/v1/tests/${testId}/evaluate`, { body });
+  expect(queued.status, queued.text).toBe(200);
+  for (const task of (queued.body as { tasks: { taskResultUrl: string }[] }).tasks) {
+    const path = new URL(task.taskResultUrl).pathname;
+    await until(async () => ((await call("GET", path)).body as { status: string }).status === "completed", "the evaluation task", setUpWaitMs);
+  }
+  return ((await call("GET", `/v1/tests/${testId}/results`)).body as { items: ResultItem[] }).items;
+}
