@@ -454,11 +454,13 @@ describe("gateway errors: messages", () => {
 
 describe("gateway errors: rendering", () => {
   const json = { "content-type": "application/json" };
+  /** What no retry can fix says so, for the SDKs. */
+  const final = { ...json, "x-should-retry": "false" };
 
   it("messages style", () => {
     expect(gw.renderError("messages", gw.invalidApiKey())).toEqual({
       status: 401,
-      headers: json,
+      headers: final,
       body: '{"type":"error","error":{"type":"authentication_error","message":"Invalid API key."}}',
     });
     expect(gw.renderError("messages", gw.gatewayAtCapacity())).toEqual({
@@ -468,7 +470,7 @@ describe("gateway errors: rendering", () => {
     });
     expect(gw.renderError("messages", gw.guardrailBlocked("prompt_injection", "input", "Detected prompt injection attempt (score: 0.99)"))).toEqual({
       status: 422,
-      headers: json,
+      headers: final,
       body: '{"type":"error","error":{"type":"invalid_request_error","message":"Detected prompt injection attempt (score: 0.99)"}}',
     });
   });
@@ -476,7 +478,7 @@ describe("gateway errors: rendering", () => {
   it("responses style", () => {
     expect(gw.renderError("responses", gw.modelBlocked("gpt-4o"))).toEqual({
       status: 403,
-      headers: json,
+      headers: final,
       body: `{"error":{"message":"The model 'gpt-4o' is not available through this gateway. If this is unexpected, contact your administrator.","type":"permission_error","param":null,"code":null}}`,
     });
     expect(gw.renderError("responses", gw.guardrailLoading("pii"))).toEqual({
@@ -486,7 +488,7 @@ describe("gateway errors: rendering", () => {
     });
     expect(gw.renderError("responses", gw.methodNotAllowed("GET", "/v1/responses", ["POST"]))).toEqual({
       status: 405,
-      headers: { allow: "POST", ...json },
+      headers: { allow: "POST", ...final },
       body: `{"error":{"message":"Method GET is not allowed on '/v1/responses'. Allowed: POST.","type":"invalid_request_error","param":null,"code":null}}`,
     });
   });
@@ -494,14 +496,29 @@ describe("gateway errors: rendering", () => {
   it("images style: detail is the message, or the guardrail's object", () => {
     expect(gw.renderError("images", gw.streamingImagesUnsupported())).toEqual({
       status: 400,
-      headers: json,
+      headers: final,
       body: '{"detail":"Streaming image generation is not supported."}',
     });
     expect(gw.renderError("images", gw.guardrailBlocked("content_safety", "input", "Detected toxic content: violence=0.88 (threshold: 0.70)"))).toEqual({
       status: 422,
-      headers: json,
+      headers: final,
       body: '{"detail":{"type":"content_safety","stage":"input","reason":"Detected toxic content: violence=0.88 (threshold: 0.70)"}}',
     });
+  });
+
+  it("says which errors no retry can fix: x-should-retry: false", () => {
+    const header = (error: InstanceType<typeof gw.GatewayError>) => gw.renderError("responses", error).headers["x-should-retry"];
+    expect(header(gw.usageLimitReached("daily"))).toBe("false");
+    expect(header(gw.noRoutingRule("m"))).toBe("false");
+    expect(header(gw.noProviderApiKey("p"))).toBe("false");
+    expect(header(gw.providerNotConfigured("p"))).toBe("false");
+    expect(header(gw.providerErrorToGatewayError(400, "bad"))).toBe("false");
+    // Those a retry may fix leave the SDKs to their own policy.
+    expect(header(gw.gatewayAtCapacity())).toBeUndefined();
+    expect(header(gw.databaseUnavailable("the API key"))).toBeUndefined();
+    expect(header(gw.providerErrorToGatewayError(429, "slow down"))).toBeUndefined();
+    expect(header(gw.providerErrorToGatewayError(500, "boom"))).toBeUndefined();
+    expect(header(new gw.GatewayError(504, "late"))).toBeUndefined();
   });
 
   it("type follows the status table", () => {

@@ -70,6 +70,24 @@ describe("the official SDKs through the gateway", () => {
     expect(through).toEqual(direct);
   });
 
+  it("neither SDK retries an error that no retry can fix (x-should-retry: false)", async () => {
+    // An Anthropic client asking for a model routed to an OpenAI provider: a configuration 503.
+    let calls = 0;
+    const counting: typeof fetch = (input, init) => {
+      calls += 1;
+      return fetch(input, init);
+    };
+    const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 2, fetch: counting });
+    const refused = await anthropic.messages.create({ model: "gpt-test", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(Anthropic.APIError);
+    expect((refused as InstanceType<typeof Anthropic.APIError>).status).toBe(503);
+    expect((refused as InstanceType<typeof Anthropic.APIError>).headers?.get("x-should-retry")).toBe("false");
+    expect(calls).toBe(1);
+    const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: "sk-wg-not-a-key", maxRetries: 2, fetch: counting });
+    await expect(openai.responses.create({ model: "gpt-test", input: "Hi" })).rejects.toMatchObject({ status: 401 });
+    expect(calls).toBe(2);
+  });
+
   it("model lists through both SDKs", async () => {
     const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
     const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: g.key, maxRetries: 0 });

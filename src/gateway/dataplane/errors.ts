@@ -22,6 +22,8 @@ export interface GuardrailDetail {
 
 export interface GatewayErrorOptions {
   retryAfter?: number;
+  /** No retry can fix it: sent as `x-should-retry: false`, which both official SDKs honour. Default: see {@link retryCannotFix}. */
+  final?: boolean;
   detailObject?: GuardrailDetail;
   /** Extra response headers, such as Allow on a 405. */
   headers?: Record<string, string>;
@@ -34,14 +36,28 @@ export class GatewayError extends Error {
   readonly retryAfter: number | undefined;
   readonly detailObject: GuardrailDetail | undefined;
   readonly headers: Record<string, string>;
+  readonly final: boolean;
 
   constructor(status: number, message: string, options: GatewayErrorOptions = {}) {
     super(message);
     this.status = status;
     this.retryAfter = options.retryAfter;
+    this.final = options.final ?? retryCannotFix(status, options.retryAfter);
     this.detailObject = options.detailObject;
     this.headers = options.headers ?? {};
   }
+}
+
+/**
+ * Whether a retry cannot fix an error, by its status: a 4xx (the request, the key, the access
+ * rules or a guardrail must change) but the ones the SDKs retry for good reason (408, 409, a
+ * provider's 429), and a 503 without Retry-After (the gateway is not set up for the call; the
+ * capacity and loading 503s say when to retry). The official SDKs retry 408, 409, 429 and 5xx
+ * unless told `x-should-retry: false`.
+ */
+function retryCannotFix(status: number, retryAfter: number | undefined): boolean {
+  if (status >= 400 && status < 500) return status !== 408 && status !== 409 && status !== 429;
+  return status === 503 && retryAfter === undefined;
 }
 
 const CONTACT = "If this is unexpected, contact your administrator.";
@@ -119,7 +135,7 @@ export function usageLimitReached(period: LimitPeriod, resetsAt?: Date): Gateway
     if (resetsAt === undefined) throw new Error(`a ${period} limit needs its reset date`);
     text = `You've reached the ${period} limit. Your limit will reset on ${resetsAt.toISOString().slice(0, 10)}.`;
   }
-  return new GatewayError(429, `${text} ${CONTACT}`);
+  return new GatewayError(429, `${text} ${CONTACT}`, { final: true });
 }
 
 // 503, in the spec's order. Retry-After: 1 for capacity, 5 for loading or database, else none.
@@ -258,6 +274,7 @@ export function renderError(style: EndpointStyle, error: GatewayError): Rendered
   }
   const headers: Record<string, string> = { ...error.headers, "content-type": "application/json" };
   if (error.retryAfter !== undefined) headers["retry-after"] = String(error.retryAfter);
+  if (error.final) headers["x-should-retry"] = "false";
   return { status: error.status, headers, body };
 }
 
