@@ -88,6 +88,36 @@ describe("the official SDKs through the gateway", () => {
     expect(calls).toBe(2);
   });
 
+  it("takes a provider's base URL with or without its version path, and says which form it stored", async () => {
+    const made = async (body: Record<string, unknown>) => {
+      const res = await g.admin("POST", "/v1/gateway/providers", { body });
+      expect(res.status, res.text).toBe(201);
+      return res.body as { id: string; baseUrl: string };
+    };
+    expect(await made({ name: "openai-v1", kind: "openai", baseUrl: `${g.openai.url}/v1/`, apiKey: g.openai.apiKey })).toMatchObject({ baseUrl: g.openai.url });
+    expect(await made({ name: "azure-v1", kind: "azure_openai", baseUrl: `${g.azure.url}/openai/v1`, apiKey: g.azure.apiKey, apiVersion: "2025-04-01-preview" }))
+      .toMatchObject({ baseUrl: g.azure.url });
+    expect(await made({ name: "anthropic-v1", kind: "anthropic", baseUrl: `${g.anthropic.url}/v1`, apiKey: g.anthropic.apiKey })).toMatchObject({ baseUrl: g.anthropic.url });
+    const rules: string[] = [];
+    for (const [models, providerName] of [[["v1-openai"], "openai-v1"], [["v1-azure"], "azure-v1"], [["claude-v1"], "anthropic-v1"]] as const) {
+      const rule = await g.admin("POST", "/v1/gateway/routing-rules", { body: { priority: 5, models, providerName } });
+      expect(rule.status).toBe(201);
+      rules.push((rule.body as { id: string }).id);
+    }
+    await t.app.gateway!.watcher.reload();
+    const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: g.key, maxRetries: 0 });
+    await openai.responses.create({ model: "v1-openai", input: "Hi" });
+    expect(g.openai.requests.at(-1)!.path).toBe("/v1/responses");
+    await openai.responses.create({ model: "v1-azure", input: "Hi" });
+    expect(g.azure.requests.at(-1)!.path).toBe("/openai/v1/responses");
+    const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
+    await anthropic.messages.create({ model: "claude-v1", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] });
+    expect(g.anthropic.requests.at(-1)!.path).toBe("/v1/messages");
+    // The other tests see the gateway as it was.
+    for (const id of rules) expect((await g.admin("DELETE", `/v1/gateway/routing-rules/${id}`)).status).toBe(200);
+    await t.app.gateway!.watcher.reload();
+  });
+
   it("model lists through both SDKs", async () => {
     const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
     const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: g.key, maxRetries: 0 });

@@ -16,7 +16,7 @@ import { fieldsToUpdate } from "../../platform/update-mask.ts";
 import { optionalText, requireText, requireUuid } from "../../platform/validate.ts";
 import { ProviderEntity, type ProviderRow } from "../config/entities.ts";
 import type { SecretBox } from "../config/secrets.ts";
-import { baseUrl, boundedInt, providerName } from "./validate.ts";
+import { boundedInt, providerBaseUrl, providerName } from "./validate.ts";
 
 type ProviderRpcs = Pick<ServiceImpl<typeof GatewayAdminService>, "createProvider" | "listProviders" | "getProvider" | "updateProvider" | "deleteProvider">;
 
@@ -37,12 +37,13 @@ export function providerRpcs(secrets: SecretBox): ProviderRpcs {
       const name = providerName("name", req.name);
       await assertProviderNameFree(em, workspaceId, name);
       const now = new Date();
+      const kind = requireEnum("kind", ProviderKind, req.kind);
       const provider = em.create(ProviderEntity, {
         id: randomUUID(),
         workspaceId,
         name,
-        kind: requireEnum("kind", ProviderKind, req.kind),
-        baseUrl: baseUrl(req.baseUrl),
+        kind,
+        baseUrl: providerBaseUrl(req.baseUrl, kind),
         apiKeyCiphertext: req.apiKey ? secrets.seal(requireText("apiKey", req.apiKey, 4096)) : null,
         connectTimeoutMs: boundedInt("connectTimeoutMs", req.connectTimeoutMs, providerDefaults.connectTimeoutMs, 1, maxTimeoutMs),
         headersTimeoutMs: boundedInt("headersTimeoutMs", req.headersTimeoutMs, providerDefaults.headersTimeoutMs, 1, maxTimeoutMs),
@@ -76,7 +77,7 @@ export function providerRpcs(secrets: SecretBox): ProviderRpcs {
         if (name !== provider.name) await assertProviderNameFree(em, provider.workspaceId, name);
         provider.name = name;
       }
-      if (fields.has("base_url")) provider.baseUrl = baseUrl(req.baseUrl);
+      if (fields.has("base_url")) provider.baseUrl = providerBaseUrl(req.baseUrl, provider.kind);
       if (fields.has("api_key")) provider.apiKeyCiphertext = req.apiKey ? secrets.seal(requireText("apiKey", req.apiKey, 4096)) : null;
       if (fields.has("connect_timeout_ms")) provider.connectTimeoutMs = boundedInt("connectTimeoutMs", req.connectTimeoutMs, providerDefaults.connectTimeoutMs, 1, maxTimeoutMs);
       if (fields.has("headers_timeout_ms")) provider.headersTimeoutMs = boundedInt("headersTimeoutMs", req.headersTimeoutMs, providerDefaults.headersTimeoutMs, 1, maxTimeoutMs);

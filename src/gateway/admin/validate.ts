@@ -21,6 +21,22 @@ export function baseUrl(value: string | undefined, field = "baseUrl"): string {
   return text.replace(/\/+$/, "");
 }
 
+/** The version path at the end of a provider's URL, by kind: the gateway adds it to every call itself. */
+const versionPath: Record<string, RegExp> = {
+  ANTHROPIC: /\/v1$/,
+  OPENAI: /\/v1$/,
+  AZURE_OPENAI: /\/openai(?:\/v1)?$/,
+};
+
+/**
+ * A provider's base URL, as stored: given with its API's version path (`https://api.openai.com/v1`,
+ * as OpenAI's docs write it) or without, it is stored without, since the gateway calls
+ * `<base>/v1/…` (Azure: `<base>/openai/v1/…`). Answers show the stored form.
+ */
+export function providerBaseUrl(value: string | undefined, kind: string): string {
+  return baseUrl(value).replace(versionPath[kind] ?? /\/v1$/, "");
+}
+
 export function boundedInt(field: string, value: number | undefined, fallback: number, min: number, max: number): number {
   const result = value ?? fallback;
   if (!Number.isInteger(result) || result < min || result > max) {
