@@ -122,6 +122,12 @@ describe("sqlQuery: the table df", () => {
     await expect(runSqlQuery("select count(*) from df", () => failing(), limits)).rejects.toThrow("database went away");
   });
 
+  it("takes at most 1,000 fields, and says how to read fewer", async () => {
+    const wide: JsonObject = Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, i]));
+    expect(await run("select count(*) from df", [wide])).toEqual({ error: "The rows have more than 1000 fields; name the fields the query reads instead of *" });
+    expect(await run("select f1000 from df", [wide])).toEqual({ value: 1000 });
+  });
+
   it("loads only the columns the query names; a * or a query naming none loads them all", async () => {
     expect(await run("select avg(LATENCY) from df where df.user = 'u1'", calls)).toEqual({ value: 200 });
     expect(asked).toEqual(["LATENCY", "df", "user"]);

@@ -19,6 +19,9 @@ export interface SqlQueryLimits {
 
 export type SqlQueryOutcome = { value: number | null } | { error: string };
 
+/** The most fields df takes. */
+const maxColumns = 1_000;
+
 /** What load answers when the rows had no field at all. */
 const noFields = Symbol("no fields");
 
@@ -176,6 +179,8 @@ async function load(connection: DuckDBConnection, rows: AsyncIterable<readonly J
         kinds.set(name, merged(seen ?? "none", kindOf(value)));
       }
     }
+    // Each field is a column, and loading costs rows × columns: a bound keeps it linear in the rows.
+    if (kinds.size > maxColumns) return { error: `The rows have more than ${maxColumns} fields; name the fields the query reads instead of *` };
     const failed = await loading(async () => {
       // The first batch with fields creates df: every column it knows of is new.
       const creates = added.length > 0 && kinds.size === added.length;
