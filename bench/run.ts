@@ -1,5 +1,5 @@
 /**
- * Four sections, in one run (see docs/performance.md):
+ * Six sections, in one run (see docs/performance.md):
  *
  * 1. REST /v1 (the facade) against a direct Connect call, for the same operations. Warden runs in
  *    this process over a database of its own.
@@ -16,7 +16,8 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
  * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
- * number of requests; BENCH_ONLY=rest, BENCH_ONLY=gateway, BENCH_ONLY=gateway-costs or BENCH_ONLY=ingest runs one section.
+ * number of requests (and the evaluation section's large window); BENCH_ONLY=rest, gateway, gateway-costs,
+ * ingest, gateway-traffic or evaluation runs one section.
  */
 import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
 import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";

@@ -27,11 +27,8 @@ import { createStorage } from "./storage/storage.ts";
 import { TaskQueue } from "./tasks/queue.ts";
 import { createPool } from "./db/pools.ts";
 import { workspaceJudge } from "./gateway/admin/judge.ts";
-import type { DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
-import { loadInjection } from "./gateway/guardrails/detectors/injection.ts";
-import { loadPii } from "./gateway/guardrails/detectors/pii.ts";
-import { once } from "./platform/once.ts";
 import type { EvaluationTools } from "./tests/evaluation/evaluate.ts";
+import type { TextDetectors } from "./tests/evaluation/text-checks.ts";
 import { EvaluationScheduler } from "./tests/evaluation/schedule.ts";
 import { bulkUpdateTaskType, runBulkUpdate } from "./tests/bulk-update.ts";
 import { ApiKeyAuthenticator } from "./workspaces/authenticator.ts";
@@ -53,7 +50,8 @@ export async function startApi(
     consumption: Pick<CounterStore, "consumption">;
     /** Where this host's gateway listens: LLM tests' judge calls go through it. */
     port: number;
-    detectorSources: DetectorSources | undefined;
+    /** The PII and injection detectors, as the gateway uses them: tests count what guardrails see. */
+    detectors: () => Promise<TextDetectors>;
   },
   rows: { pool: pg.Pool; store: RowStore; ingest: RowIngest },
 ): Promise<Api> {
@@ -79,10 +77,7 @@ export async function startApi(
   });
   const judgeGatewayUrl = evaluation.judgeGatewayUrl ?? `http://127.0.0.1:${gateway.port}`;
   const tools: EvaluationTools = {
-    detectors: once(async () => {
-      const [pii, injection] = await Promise.all([loadPii(), loadInjection(gateway.detectorSources?.injectionWeights)]);
-      return { pii, injection };
-    }),
+    detectors: gateway.detectors,
     sqlQueryLimits: { timeoutMs: evaluation.sqlQueryTimeoutMs, memoryLimitBytes: evaluation.sqlQueryMemoryBytes, threads: 1 },
     judgeOf: async (workspaceId) => {
       const judge = await workspaceJudge(orm, gateway.secrets, workspaceId);

@@ -6,7 +6,8 @@ import { gatewayEntities } from "./gateway/config/entities.ts";
 import { loadMasterKey, SecretBox } from "./gateway/config/secrets.ts";
 import type { Gateway } from "./gateway/gateway.ts";
 import { openCounterStore } from "./gateway/limits/counter-store.ts";
-import type { DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
+import { loadTextDetectors, type DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
+import { once } from "./platform/once.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
 import { createPool } from "./db/pools.ts";
@@ -122,7 +123,14 @@ export async function startApp(
         logger,
         orm,
         databaseUrl,
-        { secrets, masterKey, consumption: counters.store, port: gateway?.port ?? config.gatewayPort, detectorSources: hooks.detectorSources },
+        {
+          secrets,
+          masterKey,
+          consumption: counters.store,
+          port: gateway?.port ?? config.gatewayPort,
+          // The gateway's own detectors when this process serves it; loaded once otherwise.
+          detectors: gateway ? () => gateway.detectors.ready : once(() => loadTextDetectors(hooks.detectorSources)),
+        },
         { ...rows, ingest },
       )
     : undefined;

@@ -27,6 +27,9 @@ describe("the settings of deadlines, caps and timeouts", () => {
     [{ WARDEN_GUARDRAIL_MAX_TEXT_BYTES: "2097153" }, "WARDEN_GUARDRAIL_MAX_TEXT_BYTES must be between 1024 and 2097152, got 2097153"],
     [{ WARDEN_HTTP_HEADERS_TIMEOUT_MS: "20", WARDEN_HTTP_REQUEST_TIMEOUT_MS: "10" }, "WARDEN_HTTP_HEADERS_TIMEOUT_MS must not be more than WARDEN_HTTP_REQUEST_TIMEOUT_MS"],
     [{ WARDEN_DB_QUERY_TIMEOUT_MS: "soon" }, 'WARDEN_DB_QUERY_TIMEOUT_MS must be a non-negative integer, got "soon"'],
+    [{ WARDEN_SQL_QUERY_TIMEOUT_MS: "0" }, "WARDEN_SQL_QUERY_TIMEOUT_MS must be at least 1, got 0"],
+    [{ WARDEN_DATA_LOAD_MAX_ROWS: "0" }, "WARDEN_DATA_LOAD_MAX_ROWS must be at least 1, got 0"],
+    [{ WARDEN_JUDGE_GATEWAY_URL: "not a url" }, 'WARDEN_JUDGE_GATEWAY_URL must be a URL, got "not a url"'],
     [{ WARDEN_PUBLIC_URL: "ftp://warden.example" }, 'WARDEN_PUBLIC_URL must be an http or https URL without query or fragment, got "ftp://warden.example"'],
   ])("refuses %j", (env, message) => {
     expect(() => loadConfig(env)).toThrow(new Error(message));

@@ -5,8 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
 import { client, errorBody, type Call } from "./support/http.ts";
-import { evaluated } from "./support/evaluation.ts";
-import { setUpWaitMs, until } from "./support/wait.ts";
+import { evaluated, evaluatedWithAnswer, type ResultItem } from "./support/evaluation.ts";
 
 let t: TestApp;
 let call: Call;
@@ -48,16 +47,11 @@ async function monitoringTest(name: string, subtype: string, threshold: Record<s
 }
 
 /** Evaluates windows A to C, waits for the task, and answers the results, newest window first. */
-async function evaluate(testId: string, overwrite = false): Promise<{ status: string; statusMessage: string; dateDataStarts: string; id: string }[]> {
-  const res = await call("POST", `/v1/tests/${testId}/evaluate`, { body: { startTimestamp: A, endTimestamp: C + hour, overwriteResults: overwrite } });
-  expect(res.status).toBe(200);
-  const body = res.body as { message: string; pipelineCount: number; tasks: { taskResultUrl: string; taskResultId: string; pipelineId: string }[] };
-  expect(body).toMatchObject({ message: "Evaluation task queued successfully", pipelineCount: 1, requestedStartTimestamp: A, requestedEndTimestamp: C + hour });
-  const [task] = body.tasks;
-  expect(task!.pipelineId).toBe(pipelineId);
-  await until(async () => ((await call("GET", new URL(task!.taskResultUrl).pathname)).body as { status: string }).status === "completed", "the evaluation task", setUpWaitMs);
-  const results = await call("GET", `/v1/tests/${testId}/results`);
-  return (results.body as { items: { status: string; statusMessage: string; dateDataStarts: string; id: string }[] }).items;
+async function evaluate(testId: string, overwrite = false): Promise<ResultItem[]> {
+  const { answer, results } = await evaluatedWithAnswer(call, testId, { startTimestamp: A, endTimestamp: C + hour, overwriteResults: overwrite });
+  expect(answer).toMatchObject({ message: "Evaluation task queued successfully", pipelineCount: 1, requestedStartTimestamp: A, requestedEndTimestamp: C + hour });
+  expect(answer.tasks.map((task) => task.pipelineId)).toEqual([pipelineId]);
+  return results;
 }
 
 const at = (seconds: number) => new Date(seconds * 1000).toISOString();

@@ -175,30 +175,23 @@ function guardrailLimitsVar(env: Env): GuardrailLimits {
 }
 
 function ingestVar(env: Env): IngestLimits {
-  const limits = {
-    maxBodyBytes: intVar(env, "WARDEN_INGEST_MAX_BODY_BYTES", 10 * 1024 * 1024),
-    loadMaxBytes: intVar(env, "WARDEN_DATA_LOAD_MAX_BYTES", 256 * 1024 * 1024),
-    loadMaxRows: intVar(env, "WARDEN_DATA_LOAD_MAX_ROWS", 1_000_000),
-    maintenanceIntervalMs: intVar(env, "WARDEN_ROW_MAINTENANCE_INTERVAL_MS", 600_000),
+  return {
+    maxBodyBytes: positiveIntVar(env, "WARDEN_INGEST_MAX_BODY_BYTES", 10 * 1024 * 1024),
+    loadMaxBytes: positiveIntVar(env, "WARDEN_DATA_LOAD_MAX_BYTES", 256 * 1024 * 1024),
+    loadMaxRows: positiveIntVar(env, "WARDEN_DATA_LOAD_MAX_ROWS", 1_000_000),
+    maintenanceIntervalMs: positiveIntVar(env, "WARDEN_ROW_MAINTENANCE_INTERVAL_MS", 600_000),
   };
-  for (const [name, value] of Object.entries(limits)) {
-    if (value < 1) throw new Error(`Ingestion limits must be at least 1, got ${name} = ${value}`);
-  }
-  return limits;
 }
 
 function evaluationVar(env: Env): EvaluationSettings {
   const settings = {
-    scheduleIntervalMs: intVar(env, "WARDEN_EVALUATION_INTERVAL_MS", 30_000),
-    statementTimeoutMs: intVar(env, "WARDEN_EVALUATION_STATEMENT_TIMEOUT_MS", 120_000),
-    sqlQueryTimeoutMs: intVar(env, "WARDEN_SQL_QUERY_TIMEOUT_MS", 10_000),
-    sqlQueryMemoryBytes: intVar(env, "WARDEN_SQL_QUERY_MEMORY_BYTES", 1024 * 1024 * 1024),
-    judgeSampleSize: intVar(env, "WARDEN_JUDGE_SAMPLE_SIZE", 50),
-    judgeTimeoutMs: intVar(env, "WARDEN_JUDGE_TIMEOUT_MS", 60_000),
+    scheduleIntervalMs: positiveIntVar(env, "WARDEN_EVALUATION_INTERVAL_MS", 30_000),
+    statementTimeoutMs: positiveIntVar(env, "WARDEN_EVALUATION_STATEMENT_TIMEOUT_MS", 120_000),
+    sqlQueryTimeoutMs: positiveIntVar(env, "WARDEN_SQL_QUERY_TIMEOUT_MS", 10_000),
+    sqlQueryMemoryBytes: positiveIntVar(env, "WARDEN_SQL_QUERY_MEMORY_BYTES", 1024 * 1024 * 1024),
+    judgeSampleSize: positiveIntVar(env, "WARDEN_JUDGE_SAMPLE_SIZE", 50),
+    judgeTimeoutMs: positiveIntVar(env, "WARDEN_JUDGE_TIMEOUT_MS", 60_000),
   };
-  for (const [name, value] of Object.entries(settings)) {
-    if (value < 1) throw new Error(`Evaluation settings must be at least 1, got ${name} = ${value}`);
-  }
   const judgeGatewayUrl = env.WARDEN_JUDGE_GATEWAY_URL || undefined;
   if (judgeGatewayUrl !== undefined && !URL.canParse(judgeGatewayUrl)) throw new Error(`WARDEN_JUDGE_GATEWAY_URL must be a URL, got "${judgeGatewayUrl}"`);
   return { ...settings, judgeGatewayUrl };
@@ -251,6 +244,13 @@ function s3Var(env: Env): S3Settings {
     prefix: prefix === "" || prefix.endsWith("/") ? prefix : prefix + "/",
     timeoutMs,
   };
+}
+
+/** An integer setting that must be at least 1; the error names the variable. */
+function positiveIntVar(env: Env, name: string, fallback: number): number {
+  const value = intVar(env, name, fallback);
+  if (value < 1) throw new Error(`${name} must be at least 1, got ${value}`);
+  return value;
 }
 
 function intVar(env: Env, name: string, fallback: number): number {

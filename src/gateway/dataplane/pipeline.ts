@@ -40,7 +40,7 @@ import {
 import { modelList } from "./models.ts";
 import { StreamMeter } from "../usage/stream-meter.ts";
 import { parseAnswer, usageOfAnswer, usageOfBody, type TokenUsage } from "../usage/provider-usage.ts";
-import type { RequestLog } from "../usage/request-log.ts";
+import type { CallOutcome, RequestLog } from "../usage/request-log.ts";
 import type { TrafficCapture, TrafficRows } from "../usage/traffic-rows.ts";
 import { MAX_ROW_TEXT_CHARS } from "../usage/transcript.ts";
 import type { UpstreamRegistry } from "./upstreams.ts";
@@ -115,13 +115,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
           { method: req.method, path: req.url, status: res.statusCode, keyId: trace.key?.id, model: trace.model, provider: trace.provider, ms: latencyMs },
           "gateway request",
         );
-        deps.requestLog.record({
+        const outcome: CallOutcome = {
           requestId: trace.requestId,
           time,
-          workspaceId: trace.key?.workspaceId ?? null,
-          keyId: trace.key?.id ?? null,
-          userId: trace.key?.userId ?? null,
-          groupIds: trace.key?.groupIds ?? [],
           endpoint: trace.endpoint,
           model: trace.model ?? null,
           provider: trace.provider ?? null,
@@ -129,28 +125,26 @@ export function createGatewayHandler(deps: PipelineDeps) {
           errorType: trace.errorType ?? null,
           latencyMs,
           ttfbMs: trace.ttfbMs ?? null,
+          guardrailVerdict: trace.guardrailVerdict ?? null,
+        };
+        deps.requestLog.record({
+          ...outcome,
+          workspaceId: trace.key?.workspaceId ?? null,
+          keyId: trace.key?.id ?? null,
+          userId: trace.key?.userId ?? null,
+          groupIds: trace.key?.groupIds ?? [],
           inputTokens: trace.usage?.inputTokens ?? 0,
           outputTokens: trace.usage?.outputTokens ?? 0,
           tokensEstimated: trace.tokensEstimated ?? false,
-          guardrailVerdict: trace.guardrailVerdict ?? null,
         });
         if (trace.capture && trace.key && deps.traffic) {
           deps.traffic.record({
+            ...outcome,
             pipelineId: trace.capture.pipelineId,
-            requestId: trace.requestId,
             sessionId: headerValue(req, "x-session-id") ?? null,
-            time,
-            endpoint: trace.endpoint,
             keyId: trace.key.id,
             userId: trace.key.userId,
-            model: trace.model ?? null,
-            provider: trace.provider ?? null,
-            status: res.statusCode,
-            errorType: trace.errorType ?? null,
-            latencyMs,
-            ttfbMs: trace.ttfbMs ?? null,
             usage: trace.usage,
-            guardrailVerdict: trace.guardrailVerdict ?? null,
             body: trace.capture.body,
             output: trace.capture.output,
           });

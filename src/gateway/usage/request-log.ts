@@ -4,13 +4,11 @@ import { createPool } from "../../db/pools.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { BatchWriter, isDataError } from "./batch-writer.ts";
 
-export interface RequestLogEntry {
+/** How one gateway request went: what the request log and a traffic row both record. */
+export interface CallOutcome {
   requestId: string;
+  /** When the request started. */
   time: Date;
-  workspaceId: string | null;
-  keyId: string | null;
-  userId: string | null;
-  groupIds: string[];
   endpoint: string;
   model: string | null;
   provider: string | null;
@@ -18,11 +16,18 @@ export interface RequestLogEntry {
   errorType: string | null;
   latencyMs: number;
   ttfbMs: number | null;
+  guardrailVerdict: string | null;
+}
+
+export interface RequestLogEntry extends CallOutcome {
+  workspaceId: string | null;
+  keyId: string | null;
+  userId: string | null;
+  groupIds: string[];
   inputTokens: number;
   outputTokens: number;
   /** The provider reported nothing (an abandoned stream): the tokens are an estimate. */
   tokensEstimated: boolean;
-  guardrailVerdict: string | null;
 }
 
 export interface RequestLogOptions {

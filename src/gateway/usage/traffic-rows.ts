@@ -4,6 +4,7 @@ import type { Logger } from "../../platform/logger.ts";
 import { outputTextOf } from "../guardrails/text.ts";
 import { BatchWriter, isDataError, type WriteFailure } from "./batch-writer.ts";
 import type { TokenUsage } from "./provider-usage.ts";
+import type { CallOutcome } from "./request-log.ts";
 import { capText, MAX_ROW_TEXT_CHARS, transcriptOf, type Transcript, type TranscriptEndpoint } from "./transcript.ts";
 
 /**
@@ -45,23 +46,12 @@ const MAX_ID_CHARS = 1024;
  * what it has anyway, and nothing it would not have built otherwise. The row is made from it
  * later, off the request path (see TrafficRows).
  */
-export interface TrafficCapture {
+export interface TrafficCapture extends CallOutcome {
   pipelineId: string;
-  requestId: string;
   sessionId: string | null;
-  /** When the request started. */
-  time: Date;
-  endpoint: string;
   keyId: string;
   userId: string | null;
-  model: string | null;
-  provider: string | null;
-  status: number;
-  errorType: string | null;
-  latencyMs: number;
-  ttfbMs: number | null;
   usage: TokenUsage | undefined;
-  guardrailVerdict: string | null;
   /** The parsed request body (or a worker's stand-in for a large one), when it was read. */
   body: Record<string, unknown> | undefined;
   /**

@@ -136,3 +136,9 @@ export class DetectorLoader {
     );
   }
 }
+
+/** The PII and injection detectors alone, for a process that evaluates tests but serves no gateway. */
+export async function loadTextDetectors(sources: DetectorSources = bundledSources): Promise<Pick<Detectors, "pii" | "injection">> {
+  const [pii, injection] = await Promise.all([loadPii(), loadInjection(() => sources.injectionWeights())]);
+  return { pii, injection };
+}
