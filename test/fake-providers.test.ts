@@ -14,23 +14,32 @@ import {
   startFakeProvider,
   TINY_PNG_BASE64,
   type FakeKind,
+  COMPATIBLE_MODEL_IDS,
+  DEFAULT_TOOL_ARGS,
+  FAKE_SYSTEM_FINGERPRINT,
   type FakeProvider,
 } from "./support/fake-providers.ts";
 
 let anthropic: FakeProvider;
 let openai: FakeProvider;
 let azure: FakeProvider;
+let compatible: FakeProvider;
 
 beforeAll(async () => {
-  [anthropic, openai, azure] = await Promise.all([startFakeProvider("anthropic"), startFakeProvider("openai"), startFakeProvider("azure")]);
+  [anthropic, openai, azure, compatible] = await Promise.all([
+    startFakeProvider("anthropic"),
+    startFakeProvider("openai"),
+    startFakeProvider("azure"),
+    startFakeProvider("compatible"),
+  ]);
 });
 
 afterAll(async () => {
-  await Promise.all([anthropic?.close(), openai?.close(), azure?.close()]);
+  await Promise.all([anthropic?.close(), openai?.close(), azure?.close(), compatible?.close()]);
 });
 
 beforeEach(() => {
-  for (const fake of [anthropic, openai, azure]) fake.reset();
+  for (const fake of [anthropic, openai, azure, compatible]) fake.reset();
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -54,11 +63,16 @@ function azureClient(fake: FakeProvider = azure, apiKey = fake.apiKey): OpenAI {
   });
 }
 
+function compatibleClient(fake: FakeProvider = compatible, apiKey = fake.apiKey): OpenAI {
+  return new OpenAI({ baseURL: `${fake.url}/v1`, apiKey, maxRetries: 0 });
+}
+
 function authHeaders(fake: FakeProvider): Record<string, string> {
   switch (fake.kind) {
     case "anthropic":
       return { "x-api-key": fake.apiKey };
     case "openai":
+    case "compatible":
       return { authorization: `Bearer ${fake.apiKey}` };
     case "azure":
       return { "api-key": fake.apiKey };
@@ -400,7 +414,7 @@ describe("the openai fake through the official SDK", () => {
   });
 
   it("answers unknown paths with 404 and non-JSON bodies with 400, in its own format", async () => {
-    for (const path of ["/v1/messages", "/v1/chat/completions", "/openai/v1/responses"]) {
+    for (const path of ["/v1/messages", "/v1/completions", "/openai/v1/responses"]) {
       const raw = await post(openai, path, responsesBody("gpt-x"));
       expect(raw.status).toBe(404);
       expect(JSON.parse(raw.text)).toEqual({ error: { message: `Invalid URL (POST ${path})`, type: "invalid_request_error", param: null, code: null } });
@@ -815,3 +829,822 @@ describe("lifecycle", () => {
 function sseBlocksLoose(text: string): number {
   return text.split("\n\n").length - 1;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Chat completions, the compatible kind, tool calls, images and request validation.
+
+const chatBody = (model: string, extra: Record<string, unknown> = {}) => ({ model, messages: [{ role: "user", content: "Hi" }], ...extra });
+/** Chat parameters, typed for the SDK. */
+const ask = (model: string) => ({ model, messages: [{ role: "user" as const, content: "Hi" }] });
+
+const WEATHER_SCHEMA = { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] };
+const anthropicTools = [
+  { name: "get_weather", description: "The weather in a city", input_schema: WEATHER_SCHEMA },
+  { name: "get_time", input_schema: { type: "object" } },
+] satisfies Anthropic.Tool[];
+const responsesTools = [
+  { type: "function", name: "get_weather", description: "The weather in a city", parameters: WEATHER_SCHEMA, strict: false },
+  { type: "function", name: "get_time", parameters: null, strict: null },
+] satisfies OpenAI.Responses.FunctionTool[];
+const chatTools = [
+  { type: "function", function: { name: "get_weather", description: "The weather in a city", parameters: WEATHER_SCHEMA } },
+  { type: "function", function: { name: "get_time" } },
+] satisfies OpenAI.ChatCompletionFunctionTool[];
+
+/** Splits a chat completions stream into its `data:` payloads, checking the framing; the last is [DONE]. */
+function dataBlocks(text: string): string[] {
+  const blocks: string[] = [];
+  const pattern = /data: ([^\n]*)\n\n/y;
+  let match: RegExpExecArray | null;
+  let framed = "";
+  while ((match = pattern.exec(text)) !== null) {
+    blocks.push(match[1]!);
+    framed += match[0];
+  }
+  expect(framed).toBe(text);
+  return blocks;
+}
+
+/** The chunks of a complete chat completions stream (ending in data: [DONE]). */
+function chunksOf(text: string): Record<string, unknown>[] {
+  const blocks = dataBlocks(text);
+  expect(blocks.at(-1)).toBe("[DONE]");
+  return blocks.slice(0, -1).map((b) => JSON.parse(b) as Record<string, unknown>);
+}
+
+const CHAT_USAGE = {
+  prompt_tokens: 11,
+  completion_tokens: 7,
+  total_tokens: 18,
+  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+} satisfies OpenAI.CompletionUsage;
+
+describe("chat completions on the openai and azure fakes", () => {
+  it("answers chat.completions.create with a chat.completion, exactly", async () => {
+    const completion = await openaiClient().chat.completions.create(ask("gpt-x"));
+    expect(completion.id).toMatch(/^chatcmpl-[0-9a-f]{32}$/);
+    const expected: OpenAI.ChatCompletion = {
+      id: completion.id,
+      object: "chat.completion",
+      created: FAKE_EPOCH_SECONDS,
+      model: "gpt-x",
+      choices: [{ index: 0, message: { role: "assistant", content: "Hello from openai", refusal: null, annotations: [] }, logprobs: null, finish_reason: "stop" }],
+      usage: CHAT_USAGE,
+      service_tier: "default",
+      system_fingerprint: FAKE_SYSTEM_FINGERPRINT,
+    };
+    expect(completion).toEqual(expected);
+    // The raw body is the same, key order included.
+    const raw = await post(openai, "/v1/chat/completions", ask("gpt-x"));
+    expect(raw.status).toBe(200);
+    expect(raw.text).toBe(JSON.stringify(expected));
+    expect(openai.requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /v1/chat/completions", "POST /v1/chat/completions"]);
+  });
+
+  it("streams chunks as OpenAI does: role chunk, content deltas, finish chunk, usage chunk when asked, then [DONE]", async () => {
+    const model = fakeModel("gpt-x", { text: "One two", events: 2, inputTokens: 4, outputTokens: 5 });
+    const raw = await post(openai, "/v1/chat/completions", chatBody(model, { stream: true, stream_options: { include_usage: true } }));
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const chunks = chunksOf(raw.text);
+    const id = chunks[0]!.id as string;
+    expect(id).toMatch(/^chatcmpl-[0-9a-f]{32}$/);
+    const head = { id, object: "chat.completion.chunk", created: FAKE_EPOCH_SECONDS, model, service_tier: "default", system_fingerprint: FAKE_SYSTEM_FINGERPRINT } as const;
+    const choice = (delta: OpenAI.ChatCompletionChunk.Choice.Delta, finish_reason: OpenAI.ChatCompletionChunk.Choice["finish_reason"] = null) => ({
+      index: 0,
+      delta,
+      logprobs: null,
+      finish_reason,
+    });
+    const expected: OpenAI.ChatCompletionChunk[] = [
+      { ...head, choices: [choice({ role: "assistant", content: "", refusal: null })], usage: null },
+      { ...head, choices: [choice({ content: "One" })], usage: null },
+      { ...head, choices: [choice({ content: " two" })], usage: null },
+      { ...head, choices: [choice({}, "stop")], usage: null },
+      { ...head, choices: [], usage: { ...CHAT_USAGE, prompt_tokens: 4, completion_tokens: 5, total_tokens: 9 } },
+    ];
+    expect(chunks).toEqual(expected);
+    expect(raw.text).toBe(`${expected.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("")}data: [DONE]\n\n`);
+
+    // Without include_usage: no usage chunk, and no usage key at all.
+    const plain = chunksOf((await post(openai, "/v1/chat/completions", chatBody(model, { stream: true }))).text);
+    expect(plain).toHaveLength(4);
+    for (const chunk of plain) expect(chunk).not.toHaveProperty("usage");
+  });
+
+  it("streams through the SDK: create({ stream: true }) and chat.completions.stream()", async () => {
+    const client = openaiClient();
+    const stream = await client.chat.completions.create({ ...ask(fakeModel("gpt-x", { events: 4 })), stream: true, stream_options: { include_usage: true } });
+    let text = "";
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe("Hello from openai");
+    expect(usage).toEqual(CHAT_USAGE);
+
+    const helper = client.chat.completions.stream({ ...ask("gpt-x"), stream_options: { include_usage: true } });
+    const final = await helper.finalChatCompletion();
+    expect(final.choices[0]!.message.content).toBe("Hello from openai");
+    expect(final.choices[0]!.finish_reason).toBe("stop");
+    expect(final.usage).toEqual(CHAT_USAGE);
+  });
+
+  it("azure: the same under /openai/v1 with Azure's content filter annotations and its prompt-filter chunk first", async () => {
+    const client = azureClient();
+    const completion = await client.chat.completions.create(ask("gpt-az"));
+    expect(completion.choices[0]!.message.content).toBe("Hello from azure");
+    const body = JSON.parse((await post(azure, "/v1/chat/completions", ask("gpt-az"))).text) as Record<string, unknown>;
+    expect(body).not.toHaveProperty("service_tier");
+    expect(body.prompt_filter_results).toEqual([
+      {
+        prompt_index: 0,
+        content_filter_results: {
+          hate: { filtered: false, severity: "safe" },
+          jailbreak: { filtered: false, detected: false },
+          self_harm: { filtered: false, severity: "safe" },
+          sexual: { filtered: false, severity: "safe" },
+          violence: { filtered: false, severity: "safe" },
+        },
+      },
+    ]);
+    expect((body.choices as Array<Record<string, unknown>>)[0]!.content_filter_results).toMatchObject({ protected_material_code: { filtered: false, detected: false } });
+
+    const chunks = chunksOf((await post(azure, "/v1/chat/completions", chatBody("gpt-az", { stream: true }))).text);
+    expect(chunks[0]).toEqual({ choices: [], created: 0, id: "", model: "", object: "", prompt_filter_results: body.prompt_filter_results });
+    expect(chunks.slice(1).map((c) => (c.choices as Array<{ finish_reason: string | null }>)[0]!.finish_reason)).toEqual([null, null, null, null, "stop"]);
+
+    const final = await client.chat.completions.stream(ask("gpt-az")).finalChatCompletion();
+    expect(final.choices[0]!.message.content).toBe("Hello from azure");
+    expect(azure.requests.every((r) => r.path === "/openai/v1/chat/completions" && r.query.get("api-version") === "preview")).toBe(true);
+  });
+
+  it("every directive works on chat completions as on responses", async () => {
+    for (const client of [openaiClient(), azureClient()]) {
+      const model = fakeModel("gpt-x", { status: 429, message: "Slow down", errorCode: "rate_limit_exceeded", retryAfter: 3 });
+      for (const call of [() => client.chat.completions.create(ask(model)), () => client.chat.completions.create({ ...ask(model), stream: true })]) {
+        const error = await rejection(call());
+        expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+        const apiError = error as InstanceType<typeof OpenAI.APIError>;
+        expect(apiError.message).toContain("Slow down");
+        expect(apiError.code).toBe("rate_limit_exceeded");
+        expect(apiError.headers?.get("retry-after")).toBe("3");
+      }
+      expect(await rejection(client.chat.completions.create(ask(fakeModel("gpt-x", { hangUp: true }))))).toBeInstanceOf(OpenAI.APIConnectionError);
+      expect(await rejection(client.chat.completions.create(ask(fakeModel("gpt-x", { wire: "garbage" }))))).toBeInstanceOf(OpenAI.APIConnectionError);
+    }
+    const typed = await post(openai, "/v1/chat/completions", chatBody(fakeModel("gpt-x", { status: 503, message: "Down", errorType: "overloaded" })));
+    expect(JSON.parse(typed.text)).toEqual({ error: { message: "Down", type: "overloaded", param: null, code: null } });
+
+    // text, events, inputTokens / outputTokens.
+    const shaped = await openaiClient().chat.completions.create(ask(fakeModel("gpt-x", { text: "a|b=c", inputTokens: 2, outputTokens: 3 })));
+    expect(shaped.choices[0]!.message.content).toBe("a|b=c");
+    expect(shaped.usage).toMatchObject({ prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 });
+    const many = chunksOf((await post(openai, "/v1/chat/completions", chatBody(fakeModel("gpt-x", { events: 20 }), { stream: true }))).text);
+    expect(many).toHaveLength(22);
+
+    // cutAfter: exactly N frames, then the body fails; [DONE] counts as a frame, so cutAfter past it lets the stream end.
+    const cut = await fetch(endpoint(openai, "/v1/chat/completions"), {
+      method: "POST",
+      headers: { "content-type": "application/json", ...authHeaders(openai) },
+      body: JSON.stringify(chatBody(fakeModel("gpt-x", { cutAfter: 2 }), { stream: true })),
+    });
+    const { text, error } = await readAll(cut);
+    expect(error).toBeInstanceOf(Error);
+    expect(dataBlocks(text)).toHaveLength(2);
+    const whole = await post(openai, "/v1/chat/completions", chatBody(fakeModel("gpt-x", { cutAfter: 6 }), { stream: true }));
+    expect(dataBlocks(whole.text).at(-1)).toBe("[DONE]");
+    const sdkCut = openaiClient().chat.completions.stream(ask(fakeModel("gpt-x", { cutAfter: 3 })));
+    expect(await rejection(sdkCut.finalChatCompletion())).toBeInstanceOf(Error);
+
+    // malformedSse: the second chunk does not parse.
+    const malformed = dataBlocks((await post(openai, "/v1/chat/completions", chatBody(fakeModel("gpt-x", { malformedSse: true }), { stream: true }))).text);
+    expect(() => JSON.parse(malformed[1]!)).toThrow();
+    expect(() => JSON.parse(malformed[0]!)).not.toThrow();
+    expect(await rejection(openaiClient().chat.completions.stream(ask(fakeModel("gpt-x", { malformedSse: true }))).finalChatCompletion())).toBeInstanceOf(Error);
+
+    // delayMs: answered after the delay, as usual.
+    expect((await openaiClient().chat.completions.create(ask(fakeModel("gpt-x", { delayMs: 20 })))).object).toBe("chat.completion");
+  });
+
+  it("stallAfter sends N chunks, then nothing until close()", async () => {
+    const fake = await startFakeProvider("openai");
+    try {
+      const response = await fetch(`${fake.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${fake.apiKey}` },
+        body: JSON.stringify(chatBody(fakeModel("gpt-x", { stallAfter: 2 }), { stream: true })),
+      });
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      while (sseBlocksLoose(text) < 2) text += decoder.decode((await reader.read()).value, { stream: true });
+      expect(dataBlocks(text)).toHaveLength(2);
+      const next = reader.read().then(
+        (r) => (r.done ? "ended" : "data"),
+        () => "failed",
+      );
+      expect(await Promise.race([next, new Promise<string>((resolve) => setTimeout(() => resolve("quiet"), 200))])).toBe("quiet");
+      await fake.close();
+      expect(await next).toBe("failed");
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
+describe("the compatible fake (a vLLM-like chat-only server)", () => {
+  it("answers chat completions as vLLM does, through the official SDK, and takes max_tokens", async () => {
+    const client = compatibleClient();
+    const completion = await client.chat.completions.create({ ...ask("meta-llama/Llama-3.1-8B-Instruct"), max_tokens: 16 });
+    expect(compatible.requests[0]!.body).toMatchObject({ max_tokens: 16 });
+    expect(compatible.requests[0]!.headers.authorization).toBe(`Bearer ${compatible.apiKey}`);
+    const raw = await post(compatible, "/v1/chat/completions", { ...ask("meta-llama/Llama-3.1-8B-Instruct"), max_tokens: 16 });
+    expect(raw.headers.get("x-request-id")).toBeNull();
+    expect(JSON.parse(raw.text)).toEqual({
+      id: completion.id,
+      object: "chat.completion",
+      created: FAKE_EPOCH_SECONDS,
+      model: "meta-llama/Llama-3.1-8B-Instruct",
+      choices: [{ index: 0, message: { role: "assistant", content: "Hello from compatible", refusal: null, tool_calls: [] }, logprobs: null, finish_reason: "stop", stop_reason: null }],
+      usage: { prompt_tokens: 11, total_tokens: 18, completion_tokens: 7, prompt_tokens_details: null },
+      prompt_logprobs: null,
+    });
+    expect(completion.choices[0]!.message.content).toBe("Hello from compatible");
+  });
+
+  it("streams as vLLM does: no usage keys but the last chunk's, stop_reason on the finish chunk; the SDK assembles it", async () => {
+    const chunks = chunksOf((await post(compatible, "/v1/chat/completions", chatBody("m", { stream: true, stream_options: { include_usage: true } }))).text);
+    const id = chunks[0]!.id as string;
+    const head = { id, object: "chat.completion.chunk", created: FAKE_EPOCH_SECONDS, model: "m" };
+    expect(chunks).toEqual([
+      { ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] },
+      { ...head, choices: [{ index: 0, delta: { content: "Hello f" }, logprobs: null, finish_reason: null }] },
+      { ...head, choices: [{ index: 0, delta: { content: "rom com" }, logprobs: null, finish_reason: null }] },
+      { ...head, choices: [{ index: 0, delta: { content: "patible" }, logprobs: null, finish_reason: null }] },
+      { ...head, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: "stop", stop_reason: null }] },
+      { ...head, choices: [], usage: { prompt_tokens: 11, total_tokens: 18, completion_tokens: 7 } },
+    ]);
+    // vLLM sends usage whenever stream_options is given, unless include_usage is false.
+    expect(chunksOf((await post(compatible, "/v1/chat/completions", chatBody("m", { stream: true, stream_options: {} }))).text)).toHaveLength(6);
+    expect(chunksOf((await post(compatible, "/v1/chat/completions", chatBody("m", { stream: true }))).text)).toHaveLength(5);
+
+    const final = await compatibleClient().chat.completions.stream({ ...ask("m"), stream_options: { include_usage: true } }).finalChatCompletion();
+    expect(final.choices[0]!.message.content).toBe("Hello from compatible");
+    expect(final.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 7 });
+  });
+
+  it("serves embeddings and models as vLLM does", async () => {
+    const client = compatibleClient();
+    const embeddings = await client.embeddings.create({ model: "BAAI/bge-small-en-v1.5", input: ["alpha", "beta"] });
+    expect(embeddings.data.map((d) => Array.from(d.embedding))).toEqual([fakeEmbedding("alpha"), fakeEmbedding("beta")]);
+    const raw = JSON.parse((await post(compatible, "/v1/embeddings", { model: "e", input: "alpha" })).text) as Record<string, unknown>;
+    expect(raw).toEqual({
+      id: expect.stringMatching(/^embd-[0-9a-f]{32}$/),
+      object: "list",
+      created: FAKE_EPOCH_SECONDS,
+      model: "e",
+      data: [{ object: "embedding", index: 0, embedding: fakeEmbedding("alpha") }],
+      usage: { prompt_tokens: 11, total_tokens: 11, completion_tokens: 0, prompt_tokens_details: null },
+    });
+
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(COMPATIBLE_MODEL_IDS);
+    expect(models.data[0]).toMatchObject({ object: "model", created: FAKE_EPOCH_SECONDS, owned_by: "vllm", root: COMPATIBLE_MODEL_IDS[0], parent: null, max_model_len: 32_768 });
+  });
+
+  it("answers everything else 404 and a wrong key 401, vLLM's way", async () => {
+    for (const [method, path] of [["POST", "/v1/responses"], ["POST", "/v1/messages"], ["POST", "/v1/images/generations"], ["GET", "/v1/chat/completions"]] as const) {
+      const raw = method === "GET" ? await get(compatible, path) : await post(compatible, path, chatBody("m"));
+      expect(raw.status).toBe(404);
+      expect(JSON.parse(raw.text)).toEqual({ error: { message: `Invalid URL (${method} ${path})`, type: "NotFoundError", param: null, code: 404 } });
+    }
+    const error = await rejection(compatibleClient(compatible, "wrong").chat.completions.create(ask("m")));
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    const refused: Array<Record<string, string>> = [{ authorization: "Bearer wrong" }, {}, { "x-api-key": compatible.apiKey }];
+    for (const headers of refused) {
+      const raw = await post(compatible, "/v1/chat/completions", chatBody("m"), headers);
+      expect(raw.status).toBe(401);
+      expect(JSON.parse(raw.text)).toEqual({ error: "Unauthorized" });
+    }
+  });
+
+  it("rejects a request without messages, and sends directive errors with the status as the code", async () => {
+    const raw = await post(compatible, "/v1/chat/completions", { model: "m", max_tokens: 5 });
+    expect(raw.status).toBe(400);
+    expect(JSON.parse(raw.text)).toEqual({ error: { message: "Missing required parameter: 'messages'.", type: "BadRequestError", param: "messages", code: 400 } });
+
+    const down = await post(compatible, "/v1/chat/completions", chatBody(fakeModel("m", { status: 500, message: "Engine died" })));
+    expect(JSON.parse(down.text)).toEqual({ error: { message: "Engine died", type: "InternalServerError", param: null, code: 500 } });
+    const error = await rejection(compatibleClient().chat.completions.create(ask(fakeModel("m", { status: 429, retryAfter: 2 }))));
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get("retry-after")).toBe("2");
+    expect(JSON.parse((await post(compatible, "/v1/chat/completions", chatBody(fakeModel("m", { status: 429 })))).text)).toEqual({
+      error: { message: "Fake compatible error 429", type: "TooManyRequestsError", param: null, code: 429 },
+    });
+  });
+});
+
+describe("tool calls: anthropic", () => {
+  const weather = { ...say("claude-x"), tools: anthropicTools };
+
+  it("answers a user turn with a tool_use block of the first tool, stop_reason tool_use", async () => {
+    const message = await anthropicClient().messages.create(weather);
+    const [block] = message.content;
+    expect(block).toEqual({ type: "tool_use", id: expect.stringMatching(/^toolu_[0-9a-f]{24}$/), name: "get_weather", input: { city: "Paris" }, caller: { type: "direct" } });
+    expect(message.stop_reason).toBe("tool_use");
+    expect(message.content).toHaveLength(1);
+    // The id depends only on the request.
+    expect((await anthropicClient().messages.create(weather)).content[0]).toEqual(block);
+  });
+
+  it("calls the tool tool_choice names, with the toolArgs directive's arguments; tool_choice none answers text", async () => {
+    const model = fakeModel("claude-x", { toolArgs: '{"zone":"UTC","precise":true}' });
+    const named = await anthropicClient().messages.create({ ...weather, model, tool_choice: { type: "tool", name: "get_time" } });
+    expect(named.content[0]).toMatchObject({ type: "tool_use", name: "get_time", input: { zone: "UTC", precise: true } });
+    const any = await anthropicClient().messages.create({ ...weather, tool_choice: { type: "any" } });
+    expect(any.content[0]).toMatchObject({ name: "get_weather" });
+    const none = await anthropicClient().messages.create({ ...weather, tool_choice: { type: "none" } });
+    expect(none.content).toEqual([{ type: "text", text: "Hello from anthropic", citations: null }]);
+    expect(none.stop_reason).toBe("end_turn");
+  });
+
+  it("streams content_block_start tool_use, input_json_delta pieces, content_block_stop; the SDK assembles the input", async () => {
+    const raw = await post(anthropic, "/v1/messages", { ...weather, stream: true });
+    const events = sseBlocks(raw.text).map(parsed);
+    const id = (events[1] as { content_block: { id: string } }).content_block.id;
+    expect(events.slice(1, -2)).toEqual([
+      { type: "content_block_start", index: 0, content_block: { type: "tool_use", id, name: "get_weather", input: {}, caller: { type: "direct" } } },
+      { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: '{"cit' } },
+      { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: 'y":"P' } },
+      { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: 'aris"}' } },
+      { type: "content_block_stop", index: 0 },
+    ] satisfies Anthropic.RawMessageStreamEvent[]);
+    expect(events.at(-2)).toMatchObject({ type: "message_delta", delta: { stop_reason: "tool_use" } });
+
+    const final = await anthropicClient().messages.stream({ ...weather, model: fakeModel("claude-x", { events: 7 }) }).finalMessage();
+    expect(final.content[0]).toMatchObject({ type: "tool_use", name: "get_weather", input: { city: "Paris" } });
+    expect(final.stop_reason).toBe("tool_use");
+  });
+
+  it("answers a tool result with the tool's name and the result's text", async () => {
+    const message = await anthropicClient().messages.create({
+      ...weather,
+      messages: [
+        { role: "user", content: "Weather in Paris?" },
+        { role: "assistant", content: [{ type: "text", text: "Let me look." }, { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "Sunny, 21°C" }] }] },
+      ],
+    });
+    expect(message.content).toEqual([{ type: "text", text: "Tool get_weather said: Sunny, 21°C", citations: null }]);
+    expect(message.stop_reason).toBe("end_turn");
+
+    // Two results, one line each; the text directive wins over the echo.
+    const two = {
+      ...weather,
+      messages: [
+        { role: "user" as const, content: "Both?" },
+        {
+          role: "assistant" as const,
+          content: [
+            { type: "tool_use" as const, id: "a", name: "get_weather", input: {} },
+            { type: "tool_use" as const, id: "b", name: "get_time", input: {} },
+          ],
+        },
+        {
+          role: "user" as const,
+          content: [
+            { type: "tool_result" as const, tool_use_id: "b", content: "noon" },
+            { type: "tool_result" as const, tool_use_id: "a", content: "rain" },
+          ],
+        },
+      ],
+    };
+    expect((await anthropicClient().messages.create(two)).content[0]).toMatchObject({ text: "Tool get_time said: noon\nTool get_weather said: rain" });
+    expect((await anthropicClient().messages.create({ ...two, model: fakeModel("claude-x", { text: "Fixed" }) })).content[0]).toMatchObject({ text: "Fixed" });
+  });
+});
+
+describe("tool calls: responses", () => {
+  const weather = { model: "gpt-x", input: "Weather?", tools: responsesTools };
+
+  it("answers a user turn with a completed function_call item, and echoes the tools", async () => {
+    const response = await openaiClient().responses.create(weather);
+    expect(response.status).toBe("completed");
+    expect(response.output).toEqual([
+      {
+        id: expect.stringMatching(/^fc_[0-9a-f]{48}$/),
+        type: "function_call",
+        status: "completed",
+        arguments: DEFAULT_TOOL_ARGS,
+        call_id: expect.stringMatching(/^call_[0-9a-f]{24}$/),
+        name: "get_weather",
+      },
+    ]);
+    expect(response.output_text).toBe("");
+    expect(response.tools).toEqual([
+      { type: "function", name: "get_weather", description: "The weather in a city", parameters: WEATHER_SCHEMA, strict: false },
+      { type: "function", name: "get_time", description: null, parameters: null, strict: true },
+    ]);
+    const named = await openaiClient().responses.create({ ...weather, model: fakeModel("gpt-x", { toolArgs: "{}" }), tool_choice: { type: "function", name: "get_time" } });
+    expect(named.output[0]).toMatchObject({ type: "function_call", name: "get_time", arguments: "{}" });
+    expect(named.tool_choice).toEqual({ type: "function", name: "get_time" });
+    const none = await openaiClient().responses.create({ ...weather, tool_choice: "none" });
+    expect(none.output_text).toBe("Hello from openai");
+  });
+
+  it("streams output_item.added, function_call_arguments.delta and .done, output_item.done", async () => {
+    const raw = await post(openai, "/v1/responses", { ...weather, stream: true });
+    const blocks = sseBlocks(raw.text);
+    expect(blocks.map((b) => b.event)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    const events = blocks.map(parsed);
+    const item = (events[2] as { item: { id: string; call_id: string } }).item;
+    expect(events.slice(2, 8)).toEqual([
+      { type: "response.output_item.added", sequence_number: 2, output_index: 0, item: { id: item.id, type: "function_call", status: "in_progress", arguments: "", call_id: item.call_id, name: "get_weather" } },
+      { type: "response.function_call_arguments.delta", sequence_number: 3, item_id: item.id, output_index: 0, delta: '{"cit' },
+      { type: "response.function_call_arguments.delta", sequence_number: 4, item_id: item.id, output_index: 0, delta: 'y":"P' },
+      { type: "response.function_call_arguments.delta", sequence_number: 5, item_id: item.id, output_index: 0, delta: 'aris"}' },
+      { type: "response.function_call_arguments.done", sequence_number: 6, item_id: item.id, output_index: 0, arguments: DEFAULT_TOOL_ARGS },
+      { type: "response.output_item.done", sequence_number: 7, output_index: 0, item: { id: item.id, type: "function_call", status: "completed", arguments: DEFAULT_TOOL_ARGS, call_id: item.call_id, name: "get_weather" } },
+    ] satisfies OpenAI.Responses.ResponseStreamEvent[]);
+
+    const final = await openaiClient().responses.stream(weather).finalResponse();
+    expect(final.output[0]).toMatchObject({ type: "function_call", name: "get_weather", arguments: DEFAULT_TOOL_ARGS, call_id: item.call_id });
+  });
+
+  it("answers a function_call_output with the tool's name and the output's text", async () => {
+    const response = await openaiClient().responses.create({
+      ...weather,
+      input: [
+        { role: "user", content: "Weather?" },
+        { type: "function_call", call_id: "call_1", name: "get_weather", arguments: DEFAULT_TOOL_ARGS },
+        { type: "function_call_output", call_id: "call_1", output: "Sunny" },
+      ],
+    });
+    expect(response.output_text).toBe("Tool get_weather said: Sunny");
+    const parts = await openaiClient().responses.create({
+      ...weather,
+      input: [
+        { role: "user", content: "Weather?" },
+        { type: "function_call", call_id: "call_1", name: "get_weather", arguments: "{}" },
+        { type: "function_call_output", call_id: "call_1", output: [{ type: "input_text", text: "Cloudy" }] },
+      ],
+    });
+    expect(parts.output_text).toBe("Tool get_weather said: Cloudy");
+  });
+});
+
+describe("tool calls: chat completions", () => {
+  const weather = { ...ask("gpt-x"), tools: chatTools };
+
+  it("answers a user turn with tool_calls, finish_reason tool_calls", async () => {
+    for (const client of [openaiClient(), azureClient()]) {
+      const completion = await client.chat.completions.create(weather);
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe("tool_calls");
+      expect(choice.message).toEqual({
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: expect.stringMatching(/^call_[0-9a-f]{24}$/), type: "function", function: { name: "get_weather", arguments: DEFAULT_TOOL_ARGS } }],
+        refusal: null,
+        annotations: [],
+      });
+    }
+    const named = await openaiClient().chat.completions.create({ ...weather, tool_choice: { type: "function", function: { name: "get_time" } } });
+    expect(named.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: "get_time" } });
+    const none = await openaiClient().chat.completions.create({ ...weather, tool_choice: "none" });
+    expect(none.choices[0]!.message.content).toBe("Hello from openai");
+  });
+
+  it("streams the first tool_calls delta with id, type, name and arguments \"\", then argument pieces", async () => {
+    const model = fakeModel("gpt-x", { toolArgs: '{"city":"Oslo"}', events: 2 });
+    const chunks = chunksOf((await post(openai, "/v1/chat/completions", { ...weather, model, stream: true })).text);
+    const deltas = chunks.map((c) => (c.choices as OpenAI.ChatCompletionChunk.Choice[])[0]!);
+    const id = deltas[0]!.delta.tool_calls![0]!.id!;
+    expect(id).toMatch(/^call_[0-9a-f]{24}$/);
+    expect(deltas).toEqual([
+      { index: 0, delta: { role: "assistant", content: null, tool_calls: [{ index: 0, id, type: "function", function: { name: "get_weather", arguments: "" } }], refusal: null }, logprobs: null, finish_reason: null },
+      { index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"city"' } }] }, logprobs: null, finish_reason: null },
+      { index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: ':"Oslo"}' } }] }, logprobs: null, finish_reason: null },
+      { index: 0, delta: {}, logprobs: null, finish_reason: "tool_calls" },
+    ] satisfies OpenAI.ChatCompletionChunk.Choice[]);
+
+    for (const client of [openaiClient(), azureClient(), compatibleClient()]) {
+      const final = await client.chat.completions.stream({ ...weather, model }).finalChatCompletion();
+      expect(final.choices[0]!.finish_reason).toBe("tool_calls");
+      expect(final.choices[0]!.message.tool_calls?.[0]).toMatchObject({ type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } });
+    }
+  });
+
+  it("compatible: vLLM's tool call ids, and a first tool call delta with the name but no arguments", async () => {
+    const plain = await compatibleClient().chat.completions.create(weather);
+    expect(plain.choices[0]!.message.tool_calls?.[0]?.id).toMatch(/^chatcmpl-tool-[0-9a-f]{32}$/);
+    const chunks = chunksOf((await post(compatible, "/v1/chat/completions", { ...weather, stream: true })).text);
+    const deltas = chunks.map((c) => (c.choices as OpenAI.ChatCompletionChunk.Choice[])[0]!.delta);
+    expect(deltas[0]).toEqual({ role: "assistant", content: "" });
+    expect(deltas[1]).toEqual({ tool_calls: [{ id: expect.stringMatching(/^chatcmpl-tool-[0-9a-f]{32}$/), type: "function", index: 0, function: { name: "get_weather" } }] });
+    expect(deltas.slice(2).map((d) => d.tool_calls?.[0]?.function?.arguments ?? "").join("")).toBe(DEFAULT_TOOL_ARGS);
+  });
+
+  it("answers tool messages with the tools' names and the results' text; the SDK's tool runner runs the loop", async () => {
+    const completion = await openaiClient().chat.completions.create({
+      ...weather,
+      messages: [
+        { role: "user", content: "Weather?" },
+        { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: DEFAULT_TOOL_ARGS } }] },
+        { role: "tool", tool_call_id: "call_1", content: [{ type: "text", text: "Sunny" }] },
+      ],
+    });
+    expect(completion.choices[0]!.message.content).toBe("Tool get_weather said: Sunny");
+    expect(completion.choices[0]!.finish_reason).toBe("stop");
+
+    const runner = compatibleClient().chat.completions.runTools({
+      model: "m",
+      messages: [{ role: "user", content: "Weather in Paris?" }],
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: "get_weather",
+            description: "The weather in a city",
+            parameters: WEATHER_SCHEMA,
+            function: (args: { city: string }) => `Sunny in ${args.city}`,
+            parse: (text: string) => JSON.parse(text) as { city: string },
+          },
+        },
+      ],
+    });
+    expect(await runner.finalContent()).toBe("Tool get_weather said: Sunny in Paris");
+  });
+});
+
+describe("images", () => {
+  const png = `data:image/png;base64,${TINY_PNG_BASE64}`;
+
+  it("anthropic: base64 and url image blocks, tool results included, are counted", async () => {
+    const message = await anthropicClient().messages.create({
+      ...say("claude-x"),
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "What are these?" },
+            { type: "image", source: { type: "base64", media_type: "image/png", data: TINY_PNG_BASE64 } },
+            { type: "image", source: { type: "url", url: "https://example.com/cat.jpg" } },
+          ],
+        },
+      ],
+    });
+    expect(message.content[0]).toMatchObject({ text: "Hello from anthropic. Saw 2 images." });
+    const result = await anthropicClient().messages.create({
+      ...say("claude-x"),
+      tools: anthropicTools,
+      messages: [
+        { role: "user", content: "Screenshot?" },
+        { role: "assistant", content: [{ type: "tool_use", id: "s", name: "get_time", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "s", content: [{ type: "text", text: "Here" }, { type: "image", source: { type: "base64", media_type: "image/gif", data: "R0lGODlh" } }] }] },
+      ],
+    });
+    expect(result.content[0]).toMatchObject({ text: "Tool get_time said: Here. Saw 1 image." });
+  });
+
+  it("responses: input_image parts with data URLs and https URLs are counted", async () => {
+    const response = await openaiClient().responses.create({
+      model: "gpt-x",
+      input: [{ role: "user", content: [{ type: "input_text", text: "What is it?" }, { type: "input_image", image_url: png, detail: "auto" }] }],
+    });
+    expect(response.output_text).toBe("Hello from openai. Saw 1 image.");
+    const two = await azureClient().responses.create({
+      model: "gpt-x",
+      input: [{ role: "user", content: [{ type: "input_image", image_url: png, detail: "low" }, { type: "input_image", image_url: "https://example.com/a.webp", detail: "high" }] }],
+    });
+    expect(two.output_text).toBe("Hello from azure. Saw 2 images.");
+  });
+
+  it("chat: image_url parts are counted, on every chat fake; the text directive wins", async () => {
+    const withImage = (model: string): OpenAI.ChatCompletionCreateParamsNonStreaming => ({
+      model,
+      messages: [{ role: "user", content: [{ type: "text", text: "What is it?" }, { type: "image_url", image_url: { url: png, detail: "auto" } }] }],
+    });
+    expect((await openaiClient().chat.completions.create(withImage("gpt-x"))).choices[0]!.message.content).toBe("Hello from openai. Saw 1 image.");
+    expect((await compatibleClient().chat.completions.create(withImage("m"))).choices[0]!.message.content).toBe("Hello from compatible. Saw 1 image.");
+    expect((await openaiClient().chat.completions.create(withImage(fakeModel("gpt-x", { text: "A pixel." })))).choices[0]!.message.content).toBe("A pixel.");
+  });
+});
+
+describe("request validation, as the real APIs do", () => {
+  const png = `data:image/png;base64,${TINY_PNG_BASE64}`;
+  const toolTurns = (result: Record<string, unknown>) => [
+    { role: "user", content: "Weather?" },
+    { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "get_weather", input: {} }] },
+    { role: "user", content: [result] },
+  ];
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ["no max_tokens", { model: "claude-x", messages: [{ role: "user", content: "Hi" }] }, "max_tokens: Field required"],
+    ["max_tokens 0", anthropicBody("claude-x", { max_tokens: 0 }), "max_tokens: Input should be greater than or equal to 1"],
+    ["no messages", { model: "claude-x", max_tokens: 8 }, "messages: Field required"],
+    ["a system role", anthropicBody("claude-x", { messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }] }), "messages.0.role: Input should be 'user' or 'assistant'"],
+    ["an empty user turn", anthropicBody("claude-x", { messages: [{ role: "user", content: [] }] }), "messages.0: all messages must have non-empty content except for the optional final assistant message"],
+    ["an empty text block", anthropicBody("claude-x", { messages: [{ role: "user", content: [{ type: "text", text: " " }] }] }), "messages.0.content.0: text content blocks must contain non-whitespace text"],
+    [
+      "a tool_result for an unknown id",
+      anthropicBody("claude-x", { tools: anthropicTools, messages: toolTurns({ type: "tool_result", tool_use_id: "toolu_2", content: "x" }) }),
+      "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_2. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+    ],
+    [
+      "a tool_result after a turn without tool_use",
+      anthropicBody("claude-x", { tools: anthropicTools, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x" }] }] }),
+      "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_1. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+    ],
+    [
+      "a tool_use left unanswered",
+      anthropicBody("claude-x", { tools: anthropicTools, messages: toolTurns({ type: "text", text: "Never mind" }) }),
+      "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+    ],
+    ["a tool without input_schema", anthropicBody("claude-x", { tools: [{ name: "get_weather" }] }), "tools.0.custom.input_schema: Field required"],
+    ["a tool without name", anthropicBody("claude-x", { tools: [{ input_schema: { type: "object" } }] }), "tools.0.custom.name: Field required"],
+    ["an input_schema not of type object", anthropicBody("claude-x", { tools: [{ name: "f", input_schema: { type: "string" } }] }), "tools.0.custom.input_schema.type: Input should be 'object'"],
+    ["two tools of one name", anthropicBody("claude-x", { tools: [anthropicTools[0], anthropicTools[0]] }), "tools: Tool names must be unique."],
+    ["tool_choice without tools", anthropicBody("claude-x", { tool_choice: { type: "any" } }), "tool_choice: tool_choice may only be specified while providing tools."],
+    ["tool_choice naming no tool", anthropicBody("claude-x", { tools: anthropicTools, tool_choice: { type: "tool", name: "nope" } }), "tool_choice.tool.name: Tool 'nope' not found in tools."],
+    [
+      "an image of an unknown media type",
+      anthropicBody("claude-x", { messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/bmp", data: TINY_PNG_BASE64 } }] }] }),
+      "messages.0.content.0.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+    ],
+    [
+      "an image whose data is not base64",
+      anthropicBody("claude-x", { messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: png } }] }] }),
+      "messages.0.content.0.source.base64.data: The image data is not valid base64.",
+    ],
+    [
+      "an image url that is not http(s)",
+      anthropicBody("claude-x", { messages: [{ role: "user", content: [{ type: "image", source: { type: "url", url: png } }] }] }),
+      `messages.0.content.0.source.url.url: '${png.slice(0, 80)}' is not an http or https URL`,
+    ],
+  ])("anthropic refuses %s with a 400", async (_name, body, message) => {
+    const raw = await post(anthropic, "/v1/messages", body);
+    expect(raw.status).toBe(400);
+    expect(JSON.parse(raw.text)).toEqual({ type: "error", error: { type: "invalid_request_error", message } });
+  });
+
+  it.each<[string, Record<string, unknown>, { message: string; param: string | null; code: string | null }]>([
+    [
+      "a function_call_output without its function_call",
+      responsesBody("gpt-x", { input: [{ role: "user", content: "Hi" }, { type: "function_call_output", call_id: "call_9", output: "x" }] }),
+      { message: "No tool call found for function call output with call_id call_9.", param: "input", code: null },
+    ],
+    [
+      "a function_call without its output",
+      responsesBody("gpt-x", { input: [{ role: "user", content: "Hi" }, { type: "function_call", call_id: "call_9", name: "f", arguments: "{}" }] }),
+      { message: "No tool output found for function call call_9.", param: "input", code: null },
+    ],
+    ["a function tool without name", responsesBody("gpt-x", { tools: [{ type: "function", parameters: {} }] }), { message: "Missing required parameter: 'tools[0].name'.", param: "tools[0].name", code: "missing_required_parameter" }],
+    ["a built-in tool", responsesBody("gpt-x", { tools: [{ type: "web_search" }] }), { message: "The fake provider serves only function tools, not 'web_search'.", param: "tools[0].type", code: "invalid_value" }],
+    ["tool_choice naming no tool", responsesBody("gpt-x", { tools: responsesTools, tool_choice: { type: "function", name: "nope" } }), { message: "Tool choice 'function' not found in 'tools' parameter.", param: "tool_choice", code: null }],
+    [
+      "an input_image of an unknown MIME type",
+      responsesBody("gpt-x", { input: [{ role: "user", content: [{ type: "input_image", image_url: "data:image/bmp;base64,AAAA", detail: "auto" }] }] }),
+      {
+        message: "Invalid 'input[0].content[0].image_url': unsupported MIME type 'image/bmp' (expected one of image/jpeg, image/png, image/gif, image/webp).",
+        param: "input[0].content[0].image_url",
+        code: "invalid_value",
+      },
+    ],
+    [
+      "an input_image whose data is not base64",
+      responsesBody("gpt-x", { input: [{ role: "user", content: [{ type: "input_image", image_url: "data:image/png;base64,not base64!", detail: "auto" }] }] }),
+      { message: "Invalid 'input[0].content[0].image_url': the data URL's base64 data does not decode.", param: "input[0].content[0].image_url", code: "invalid_value" },
+    ],
+    [
+      "a message of an unknown role",
+      responsesBody("gpt-x", { input: [{ role: "tool", content: "x" }] }),
+      { message: "Invalid value: 'tool'. Supported values are: 'assistant', 'system', 'developer', and 'user'.", param: "input[0].role", code: "invalid_value" },
+    ],
+  ])("responses refuses %s with a 400", async (_name, body, error) => {
+    for (const fake of [openai, azure]) {
+      const raw = await post(fake, "/v1/responses", body);
+      expect(raw.status).toBe(400);
+      expect(JSON.parse(raw.text)).toEqual({ error: { type: "invalid_request_error", ...error } });
+    }
+  });
+
+  const toolCallTurn = { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{}" } }] };
+  it.each<[string, Record<string, unknown>, { message: string; param: string | null; code: string | null }]>([
+    ["no messages", { model: "gpt-x" }, { message: "Missing required parameter: 'messages'.", param: "messages", code: "missing_required_parameter" }],
+    [
+      "empty messages",
+      chatBody("gpt-x", { messages: [] }),
+      { message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", param: "messages", code: "empty_array" },
+    ],
+    [
+      "an unknown role",
+      chatBody("gpt-x", { messages: [{ role: "model", content: "Hi" }] }),
+      { message: "Invalid value: 'model'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.", param: "messages[0].role", code: "invalid_value" },
+    ],
+    [
+      "a tool message with no tool_calls before it",
+      chatBody("gpt-x", { messages: [{ role: "user", content: "Hi" }, { role: "tool", tool_call_id: "call_1", content: "x" }] }),
+      { message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", param: "messages.[1].role", code: null },
+    ],
+    [
+      "a tool message answering another id",
+      chatBody("gpt-x", { tools: chatTools, messages: [{ role: "user", content: "Hi" }, toolCallTurn, { role: "tool", tool_call_id: "call_2", content: "x" }] }),
+      { message: "Invalid parameter: 'tool_call_id' of 'call_2' not found in 'tool_calls' of previous message.", param: "messages.[2].tool_call_id", code: null },
+    ],
+    [
+      "tool_calls left unanswered",
+      chatBody("gpt-x", { tools: chatTools, messages: [{ role: "user", content: "Hi" }, toolCallTurn, { role: "user", content: "Well?" }] }),
+      {
+        message: "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_1",
+        param: "messages.[1].role",
+        code: null,
+      },
+    ],
+    ["a tool that is not a function", chatBody("gpt-x", { tools: [{ type: "retrieval" }] }), { message: "Invalid value: 'retrieval'. Supported values are: 'function' and 'custom'.", param: "tools[0].type", code: "invalid_value" }],
+    ["a function without name", chatBody("gpt-x", { tools: [{ type: "function", function: { parameters: {} } }] }), { message: "Missing required parameter: 'tools[0].function.name'.", param: "tools[0].function.name", code: "missing_required_parameter" }],
+    [
+      "tool_choice without tools",
+      chatBody("gpt-x", { tool_choice: "required" }),
+      { message: "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", param: "tool_choice", code: null },
+    ],
+    ["stream_options without stream", chatBody("gpt-x", { stream_options: { include_usage: true } }), { message: "The 'stream_options' parameter is only allowed when 'stream' is enabled.", param: "stream_options", code: "invalid_value" }],
+    [
+      "an image_url of an unknown MIME type",
+      chatBody("gpt-x", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:text/plain;base64,AAAA" } }] }] }),
+      {
+        message: "Invalid 'messages[0].content[0].image_url.url': unsupported MIME type 'text/plain' (expected one of image/jpeg, image/png, image/gif, image/webp).",
+        param: "messages[0].content[0].image_url.url",
+        code: "invalid_image_url",
+      },
+    ],
+    [
+      "an image_url whose data is not base64",
+      chatBody("gpt-x", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/jpeg;base64,@@@@" } }] }] }),
+      { message: "Invalid 'messages[0].content[0].image_url.url': the data URL's base64 data does not decode.", param: "messages[0].content[0].image_url.url", code: "invalid_image_url" },
+    ],
+  ])("chat completions refuses %s with a 400, on openai, azure and compatible", async (_name, body, error) => {
+    for (const fake of [openai, azure]) {
+      const raw = await post(fake, "/v1/chat/completions", body);
+      expect(raw.status).toBe(400);
+      expect(JSON.parse(raw.text)).toEqual({ error: { type: "invalid_request_error", ...error } });
+    }
+    const raw = await post(compatible, "/v1/chat/completions", body);
+    expect(raw.status).toBe(400);
+    expect(JSON.parse(raw.text)).toEqual({ error: { message: error.message, type: "BadRequestError", param: error.param, code: 400 } });
+  });
+
+  it("the SDKs raise their BadRequestError with the message", async () => {
+    const anthropicError = await rejection(anthropicClient().messages.create({ ...say("claude-x"), tools: [{ name: "f", input_schema: { type: "object" } }], tool_choice: { type: "tool", name: "g" } }));
+    expect(anthropicError).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((anthropicError as Error).message).toContain("Tool 'g' not found in tools.");
+    const chatError = await rejection(openaiClient().chat.completions.create({ ...ask("gpt-x"), messages: [{ role: "tool", tool_call_id: "x", content: "y" }] }));
+    expect(chatError).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((chatError as InstanceType<typeof OpenAI.APIError>).param).toBe("messages.[0].role");
+    const responsesError = await rejection(openaiClient().responses.create({ model: "gpt-x", input: [{ type: "function_call_output", call_id: "c", output: "x" }] }));
+    expect(responsesError).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((responsesError as Error).message).toContain("No tool call found for function call output with call_id c.");
+  });
+
+  it("fault directives act before validation", async () => {
+    const raw = await post(anthropic, "/v1/messages", { model: fakeModel("claude-x", { status: 503 }), messages: [] });
+    expect(raw.status).toBe(503);
+  });
+});
+
+describe("toolArgs and determinism of the new answers", () => {
+  it("toolArgs round-trips and must be the JSON text of an object", () => {
+    expect(parseFakeModel(fakeModel("m", { toolArgs: '{"a":[1,2]}' }))).toEqual({ ok: true, base: "m", directives: { toolArgs: '{"a":[1,2]}' } });
+    for (const bad of ["[1]", "nope", '"text"', "null"]) expect(parseFakeModel(`m|toolArgs=${bad}`).ok).toBe(false);
+  });
+
+  it.each<[string, () => FakeProvider, string, (model: string) => unknown]>([
+    ["openai chat", () => openai, "/v1/chat/completions", (m) => chatBody(m)],
+    ["openai chat streamed", () => openai, "/v1/chat/completions", (m) => chatBody(m, { stream: true, stream_options: { include_usage: true } })],
+    ["azure chat streamed", () => azure, "/v1/chat/completions", (m) => chatBody(m, { stream: true })],
+    ["compatible chat streamed", () => compatible, "/v1/chat/completions", (m) => chatBody(m, { stream: true, tools: chatTools })],
+    ["compatible embeddings", () => compatible, "/v1/embeddings", (m) => ({ model: m, input: "a" })],
+    ["anthropic tool call streamed", () => anthropic, "/v1/messages", (m) => anthropicBody(m, { stream: true, tools: anthropicTools })],
+    ["responses tool call", () => openai, "/v1/responses", (m) => responsesBody(m, { tools: responsesTools })],
+  ])("%s: the same request gives the same bytes", async (_name, fake, path, makeBody) => {
+    const model = fakeModel("model-x", { events: 2 });
+    const first = await post(fake(), path, makeBody(model));
+    const second = await post(fake(), path, makeBody(model));
+    expect(first.status).toBe(200);
+    expect(second.text).toBe(first.text);
+    expect(first.text).toContain(JSON.stringify(model));
+  });
+});

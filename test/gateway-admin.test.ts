@@ -62,7 +62,7 @@ describe("providers", () => {
 
   it("refuses bad input with the field named", async () => {
     const cases: [unknown, string][] = [
-      [{ name: "x", kind: "bedrock", baseUrl: "https://a" }, "kind must be one of: anthropic, openai, azure_openai"],
+      [{ name: "x", kind: "bedrock", baseUrl: "https://a" }, "kind must be one of: anthropic, openai, azure_openai, openai_compatible"],
       [{ name: "x", baseUrl: "https://a" }, "kind is required"],
       [{ name: "x", kind: "openai", baseUrl: "ftp://a" }, "baseUrl must be an http or https URL without a query or fragment"],
       [{ name: "has space", kind: "openai", baseUrl: "https://a" }, "name may hold letters, digits, dots, dashes and underscores, and starts with a letter or digit"],

@@ -16,6 +16,7 @@ import {
 } from "../src/gateway/providers/errors.ts";
 import { nextSequenceNumber, SseEvent, SseSplitter, sseEvents, streamErrorEvent } from "../src/gateway/providers/sse.ts";
 import { Upstream, type UpstreamCall } from "../src/gateway/providers/upstream.ts";
+import { endpointSpecs, type EndpointName } from "../src/gateway/endpoints/specs.ts";
 
 // Tiny loopback servers, one per test, closed after it.
 
@@ -75,9 +76,9 @@ function upstream(config: ProviderConfig): Upstream {
 
 const GATEWAY_KEY = "sk-gw-caller-secret";
 
-function call(endpoint: UpstreamCall["endpoint"], headers: Record<string, string> = {}): UpstreamCall {
+function call(endpoint: EndpointName, headers: Record<string, string> = {}): UpstreamCall {
   return {
-    endpoint,
+    path: endpointSpecs[endpoint].path,
     body: Buffer.from('{"model":"m","input":"é"}'),
     clientHeaders: new Headers({ authorization: `Bearer ${GATEWAY_KEY}`, "x-api-key": GATEWAY_KEY, ...headers }),
     signal: new AbortController().signal,
@@ -178,10 +179,8 @@ describe("Upstream: URL and headers per kind", () => {
     expect(readProviderError(res.status, await readProviderErrorBody(res.body))).toEqual({ message: "Rate limit reached" });
   });
 
-  it("refuses an endpoint the kind does not serve, and a provider without a key, before any call", async () => {
+  it("refuses a provider without a key before any call", async () => {
     const server = await serve(ok);
-    const anthropic = upstream(provider({ kind: "anthropic", baseUrl: server.url }));
-    await expect(anthropic.send(call("embeddings"))).rejects.toThrow("Provider 'main' (anthropic) has no embeddings endpoint");
     const keyless = upstream(provider({ baseUrl: server.url, apiKey: null }));
     expect(keyless.hasApiKey).toBe(false);
     await expect(keyless.send(call("responses"))).rejects.toThrow("Provider 'main' has no API key");
@@ -407,10 +406,9 @@ describe("gateway errors: messages", () => {
       [gw.databaseUnavailable("the API key"), 503, "The gateway's database is unavailable: the API key could not be checked in time. Retry in a few seconds.", 5],
       [gw.noProviderApiKey("main"), 503, "No API key is configured for provider 'main'. An administrator must store one.", undefined],
       [gw.providerNotConfigured("gone"), 503, "Provider 'gone' is not configured. A routing rule targets it: create the provider or change the rule's target.", undefined],
-      [gw.routingRuleWrongProvider("claude", "anthropic", "embeddings"), 503, "The routing rule for this request targets provider 'claude' (Anthropic), which does not serve embeddings. Point the rule at an OpenAI or Azure OpenAI provider.", undefined],
+      [gw.routingRuleWrongProvider("claude", "anthropic", "embeddings"), 503, "The routing rule for this request targets provider 'claude' (Anthropic), which does not serve embeddings. Point the rule at an OpenAI, Azure OpenAI or OpenAI-compatible provider.", undefined],
       [gw.routingRuleWrongProvider("claude", "anthropic", "images"), 503, "The routing rule for this request targets provider 'claude' (Anthropic), which does not serve image generation. Point the rule at an OpenAI or Azure OpenAI provider.", undefined],
-      [gw.routingRuleWrongFamily("gpt", "openai", "messages"), 503, "The routing rule for this request targets provider 'gpt' (OpenAI), which does not serve the messages API. Point the rule at an Anthropic provider.", undefined],
-      [gw.routingRuleWrongFamily("claude", "anthropic", "responses"), 503, "The routing rule for this request targets provider 'claude' (Anthropic), which does not serve the responses API. Point the rule at an OpenAI or Azure OpenAI provider.", undefined],
+      [gw.routingRuleWrongProvider("local", "openai_compatible", "images"), 503, "The routing rule for this request targets provider 'local' (OpenAI-compatible), which does not serve image generation. Point the rule at an OpenAI or Azure OpenAI provider.", undefined],
       [gw.routingRuleModelBasedEmbeddings("main"), 503, "The routing rule for this request targets provider 'main' by model name, and embeddings cannot be routed by model. Add a routing rule that lists no models and targets an OpenAI or Azure OpenAI provider.", undefined],
       [gw.noRoutingRule("gpt-4o"), 503, "No routing rule resolves requests for model 'gpt-4o'. Add a routing rule that matches it, or one that lists no models.", undefined],
       [gw.internalError(), 500, "The gateway failed to handle this request.", undefined],

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayError } from "../src/gateway/dataplane/errors.ts";
+import { endpointSpecs } from "../src/gateway/endpoints/specs.ts";
 import { createLimitStep } from "../src/gateway/limits/limit-step.ts";
 import { PgCounterStore } from "../src/gateway/limits/pg-store.ts";
 import type { GatewayKey, WorkspaceConfig } from "../src/gateway/config/types.ts";
@@ -229,8 +230,8 @@ describe("the 429 messages, with an injected clock", () => {
         const step = createLimitStep({ store, logger: createLogger("silent"), defaultMaxTokens: 8, now: () => wednesday });
         // "hi" counts 1 token, plus max_tokens 8: the first reserves 9 of 10, the second cannot fit.
         const body = { messages: [{ role: "user", content: "hi" }], max_tokens: 8 };
-        await step.admit({ key, config, endpoint: "messages", body });
-        const refused = await step.admit({ key, config, endpoint: "messages", body }).then(() => undefined, (e: unknown) => e);
+        await step.admit({ key, config, spec: endpointSpecs.messages, body });
+        const refused = await step.admit({ key, config, spec: endpointSpecs.messages, body }).then(() => undefined, (e: unknown) => e);
         expect(refused).toBeInstanceOf(GatewayError);
         expect((refused as GatewayError).status).toBe(429);
         expect((refused as GatewayError).message).toBe(`${message} If this is unexpected, contact your administrator.`);

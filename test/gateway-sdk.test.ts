@@ -71,14 +71,17 @@ describe("the official SDKs through the gateway", () => {
   });
 
   it("neither SDK retries an error that no retry can fix (x-should-retry: false)", async () => {
-    // An Anthropic client asking for a model routed to an OpenAI provider: a configuration 503.
+    // An Anthropic client asking for a model routed to a provider without a key: a configuration 503.
+    expect((await g.admin("POST", "/v1/gateway/providers", { body: { name: "keyless", kind: "anthropic", baseUrl: g.anthropic.url } })).status).toBe(201);
+    expect((await g.admin("POST", "/v1/gateway/routing-rules", { body: { priority: 1, models: ["keyless-*"], providerName: "keyless" } })).status).toBe(201);
+    await t.app.gateway!.watcher.reload();
     let calls = 0;
     const counting: typeof fetch = (input, init) => {
       calls += 1;
       return fetch(input, init);
     };
     const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 2, fetch: counting });
-    const refused = await anthropic.messages.create({ model: "gpt-test", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }).catch((err: unknown) => err);
+    const refused = await anthropic.messages.create({ model: "keyless-test", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(Anthropic.APIError);
     expect((refused as InstanceType<typeof Anthropic.APIError>).status).toBe(503);
     expect((refused as InstanceType<typeof Anthropic.APIError>).headers?.get("x-should-retry")).toBe("false");

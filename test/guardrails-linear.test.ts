@@ -4,7 +4,8 @@ import { markdownImageTemplate, mixedWordCount, quotedSpans, shoutedRun } from "
 import { scoreInjection } from "../src/gateway/guardrails/detectors/injection.ts";
 import { nfkc } from "../src/gateway/guardrails/detectors/normalize.ts";
 import { detectPii } from "../src/gateway/guardrails/detectors/pii.ts";
-import { joinCapped, messagesInputText } from "../src/gateway/guardrails/text.ts";
+import { messagesText } from "../src/gateway/endpoints/caller-text.ts";
+import { joinCapped } from "../src/gateway/guardrails/text.ts";
 import { matchesPattern } from "../src/gateway/routing/glob.ts";
 import { bearerToken } from "../src/platform/http.ts";
 import { DetectorLoader } from "../src/gateway/guardrails/detectors/loader.ts";
@@ -174,7 +175,7 @@ describe("detectors take time linear in the text", () => {
   it("text extraction: nesting a million deep is read, not a stack overflow", () => {
     let content: unknown = "deep";
     for (let i = 0; i < 1_000_000; i++) content = [{ type: "tool_result", content }];
-    expect(messagesInputText({ messages: [{ role: "user", content }] })).toEqual(["deep"]);
+    expect(messagesText({ messages: [{ role: "user", content }] })).toEqual(["deep"]);
   });
 
   it("the cap cuts on a character boundary, and says when it cut", () => {

@@ -118,6 +118,7 @@ describe("the answer waits for its usage to be settled", () => {
       guardrails: { checkInput: async () => undefined, checkOutput: async () => undefined },
       requestLog: { record: () => undefined },
       logger: createLogger("silent"),
+      defaultMaxTokens: 4096,
       maxBodyBytes: 1024 * 1024,
     });
     server = http.createServer(handle);

@@ -94,6 +94,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     traffic: pipelineRows,
     logger,
     maxBodyBytes: options.maxBodyBytes,
+    defaultMaxTokens: options.defaultMaxTokens,
   });
   // A client slow to send its headers or its body, or idle, is let go; a slow provider or a long
   // stream is not: none of these bounds the response.

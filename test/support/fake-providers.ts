@@ -1,23 +1,46 @@
 /**
  * Fake model providers for tests: real HTTP servers on 127.0.0.1 that speak the Anthropic, OpenAI
- * and Azure OpenAI wire formats. Behaviour is chosen per request by directives in the model name
- * (see fakeModel). Answers depend only on the request: ids come from a hash of the kind, method,
- * path and body (canonical JSON: key order and whitespace do not matter); every timestamp is fixed.
+ * and Azure OpenAI wire formats, and ("compatible") an OpenAI-compatible chat-only server as vLLM
+ * does. Behaviour is chosen per request by directives in the model name (see fakeModel). Answers
+ * depend only on the request: ids come from a hash of the kind, method, path and body (canonical
+ * JSON: key order and whitespace do not matter); every timestamp is fixed.
+ *
+ * Endpoints: anthropic POST /v1/messages; openai POST /v1/responses, /v1/chat/completions,
+ * /v1/embeddings, /v1/images/generations; azure the same under /openai/v1 (with ?api-version);
+ * compatible POST /v1/chat/completions and /v1/embeddings; all GET .../models.
+ *
+ * The generating endpoints (messages, responses, chat completions) validate what they read as the
+ * real API does (a 400 in the provider's own format: fake-providers/*-request.ts), then answer
+ * (fake-providers/tools.ts):
+ * - a call to a tool (tool_choice's, else the first; arguments from the `toolArgs` directive,
+ *   default {"city":"Paris"}) when the request declares tools and its last input is a user turn;
+ * - `Tool <name> said: <result text>` when its last input is tool results;
+ * - else the `text` directive, or `Hello from <kind>`;
+ * and, unless `text` is given, `. Saw <n> image(s).` appended when the request holds images:
+ * `Hello from openai. Saw 1 image.` Fault directives (delayMs, hangUp, wire, status) act before
+ * that validation.
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { readAnthropicRequest } from "./fake-providers/anthropic-request.ts";
 import { anthropicError, anthropicMessage, anthropicModels, anthropicStreamEvents } from "./fake-providers/anthropic.ts";
+import { readChatRequest } from "./fake-providers/chat-request.ts";
+import { chatCompletion, chatCompletionChunks, chatToolCallIdStyle, type ChatFlavour } from "./fake-providers/chat.ts";
 import {
   canonicalJson,
+  dataFrame,
   DEFAULT_EVENTS,
   DEFAULT_INPUT_TOKENS,
   DEFAULT_OUTPUT_TOKENS,
   digest,
+  DONE_FRAME,
   isRecord,
-  malformedSseEvent,
   MAX_BODY_BYTES,
+  namedFrame,
   sseEvent,
+  type SseFrame,
 } from "./fake-providers/common.ts";
+import { COMPATIBLE_UNAUTHORIZED, compatibleEmbeddings, compatibleError, compatibleModels } from "./fake-providers/compatible.ts";
 import { parseFakeModel, type FakeDirectives, type WireFault } from "./fake-providers/directives.ts";
 import {
   openaiEmbeddings,
@@ -27,13 +50,18 @@ import {
   openaiResponse,
   openaiResponseStreamEvents,
 } from "./fake-providers/openai.ts";
+import { echoedToolChoice, echoedTools, readResponsesRequest } from "./fake-providers/responses-request.ts";
+import { planAnswer, toolCall, type ReadResult, type ToolCall } from "./fake-providers/tools.ts";
 
 export { fakeModel, parseFakeModel, WIRE_FAULTS } from "./fake-providers/directives.ts";
 export type { FakeDirectives, WireFault } from "./fake-providers/directives.ts";
 export { fakeEmbedding, EMBEDDING_DIMENSIONS } from "./fake-providers/openai.ts";
 export { FAKE_EPOCH_ISO, FAKE_EPOCH_SECONDS, TINY_PNG_BASE64 } from "./fake-providers/common.ts";
+export { FAKE_SYSTEM_FINGERPRINT } from "./fake-providers/chat.ts";
+export { COMPATIBLE_MODEL_IDS } from "./fake-providers/compatible.ts";
+export { DEFAULT_TOOL_ARGS } from "./fake-providers/tools.ts";
 
-export type FakeKind = "anthropic" | "openai" | "azure";
+export type FakeKind = "anthropic" | "openai" | "azure" | "compatible";
 
 export interface RecordedRequest {
   method: string;
@@ -61,27 +89,36 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
-type Endpoint = "messages" | "responses" | "embeddings" | "images" | "models";
+type Endpoint = "messages" | "responses" | "chat" | "embeddings" | "images" | "models";
 
 const ROUTES: Record<FakeKind, Record<string, Endpoint>> = {
   anthropic: { "POST /v1/messages": "messages", "GET /v1/models": "models" },
   openai: {
     "POST /v1/responses": "responses",
+    "POST /v1/chat/completions": "chat",
     "POST /v1/embeddings": "embeddings",
     "POST /v1/images/generations": "images",
     "GET /v1/models": "models",
   },
   azure: {
     "POST /openai/v1/responses": "responses",
+    "POST /openai/v1/chat/completions": "chat",
     "POST /openai/v1/embeddings": "embeddings",
     "POST /openai/v1/images/generations": "images",
     "GET /openai/v1/models": "models",
+  },
+  compatible: {
+    "POST /v1/chat/completions": "chat",
+    "POST /v1/embeddings": "embeddings",
+    "GET /v1/models": "models",
   },
 };
 
 interface ErrorOptions {
   type?: string;
   code?: string;
+  /** OpenAI and compatible: the `param` the error names. */
+  param?: string;
   retryAfter?: number;
 }
 
@@ -109,8 +146,10 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
     if (closing) socket.destroy();
   });
 
+  /** Anthropic's request-id, OpenAI's x-request-id; vLLM sends none by default. */
   function requestIdHeaders(hash: string): Record<string, string> {
     const id = `req_${digest("request-id", hash).slice(0, 24)}`;
+    if (kind === "compatible") return {};
     return kind === "anthropic" ? { "request-id": id } : { "x-request-id": id };
   }
 
@@ -127,7 +166,12 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
   }
 
   function sendError(res: ServerResponse, hash: string, status: number, message: string, opts: ErrorOptions = {}): void {
-    const body = kind === "anthropic" ? anthropicError(status, message, opts.type) : openaiError(status, message, opts.type, opts.code);
+    const body =
+      kind === "anthropic"
+        ? anthropicError(status, message, opts.type)
+        : kind === "compatible"
+          ? compatibleError(status, message, opts.type, opts.code, opts.param)
+          : openaiError(status, message, opts.type, opts.code, opts.param);
     sendJson(res, hash, status, body, opts.retryAfter === undefined ? {} : { "retry-after": String(opts.retryAfter) });
   }
 
@@ -154,8 +198,8 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
     socket.end(() => socket.destroy());
   }
 
-  /** Writes a stream of SSE events, honouring cutAfter, stallAfter and malformedSse. */
-  function stream(res: ServerResponse, hash: string, events: ReadonlyArray<{ type: string }>, d: FakeDirectives): void {
+  /** Writes a stream of SSE frames, honouring cutAfter, stallAfter and malformedSse (every frame counts, `data: [DONE]` too). */
+  function stream(res: ServerResponse, hash: string, events: readonly SseFrame[], d: FakeDirectives): void {
     res.sendDate = false;
     res.writeHead(200, {
       "content-type": "text/event-stream; charset=utf-8",
@@ -166,8 +210,8 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
     const stallAt = d.stallAfter !== undefined && d.stallAfter < events.length ? d.stallAfter : Infinity;
     const stop = Math.min(cutAt, stallAt, events.length);
     for (let i = 0; i < stop; i++) {
-      const event = events[i]!;
-      res.write(i === 1 && d.malformedSse ? malformedSseEvent(event.type, event) : sseEvent(event.type, event));
+      const frame = events[i]!;
+      res.write(i === 1 && d.malformedSse ? frame.malformed : frame.text);
     }
     if (stop === events.length) {
       res.end();
@@ -203,6 +247,7 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
 
     // 1. Authentication, each provider its own way.
     const auth = checkAuth(kind, apiKey, req);
+    if (auth !== null && kind === "compatible") return sendJson(res, hash, 401, COMPATIBLE_UNAUTHORIZED);
     if (auth !== null) return sendError(res, hash, 401, auth.message, { code: auth.code });
 
     // 2. Route.
@@ -216,7 +261,7 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
       return sendError(res, hash, 400, "Missing required query parameter 'api-version'.", { code: "missing_api_version" });
     }
 
-    if (endpoint === "models") return sendJson(res, hash, 200, kind === "anthropic" ? anthropicModels() : openaiModels());
+    if (endpoint === "models") return sendJson(res, hash, 200, kind === "anthropic" ? anthropicModels() : kind === "compatible" ? compatibleModels() : openaiModels());
 
     // 4. The body: a JSON object with a model.
     if (tooLarge) return sendError(res, hash, 413, `Request body is larger than ${MAX_BODY_BYTES} bytes.`);
@@ -250,7 +295,8 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
       req.socket.destroy();
       return;
     }
-    if (d.wire !== undefined) return sendWireFault(res, d.wire, hash, endpoint === "messages" || endpoint === "responses" ? body.stream === true : false);
+    const streamed = (endpoint === "messages" || endpoint === "responses" || endpoint === "chat") && body.stream === true;
+    if (d.wire !== undefined) return sendWireFault(res, d.wire, hash, streamed);
     if (d.status !== undefined) {
       return sendError(res, hash, d.status, d.message ?? `Fake ${kind} error ${d.status}`, {
         type: d.errorType,
@@ -268,17 +314,46 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
       inputTokens: d.inputTokens ?? DEFAULT_INPUT_TOKENS,
       outputTokens: d.outputTokens ?? DEFAULT_OUTPUT_TOKENS,
     };
+    /** The request, validated and read; a refusal is sent and undefined answered. */
+    const answer = (read: ReadResult, idStyle: { prefix: string; length: number }): { text: string; call?: ToolCall } | undefined => {
+      if (!read.ok) {
+        // vLLM's code is the status; OpenAI's names the problem.
+        sendError(res, hash, 400, read.error.message, { param: read.error.param, code: kind === "compatible" ? undefined : read.error.code });
+        return undefined;
+      }
+      const planned = planAnswer(read.reading, d, `Hello from ${kind}`);
+      return planned.kind === "text" ? { text: planned.text } : { text: "", call: toolCall(planned, hash, idStyle.prefix, idStyle.length) };
+    };
     switch (endpoint) {
-      case "messages":
-        if (body.stream === true) return stream(res, hash, anthropicStreamEvents(seed), d);
-        return sendJson(res, hash, 200, anthropicMessage(seed));
-      case "responses":
-        if (body.stream === true) return stream(res, hash, openaiResponseStreamEvents(seed), d);
-        return sendJson(res, hash, 200, openaiResponse(seed));
+      case "messages": {
+        const planned = answer(readAnthropicRequest(body), { prefix: "toolu_", length: 24 });
+        if (planned === undefined) return;
+        const message = { ...seed, ...planned };
+        if (streamed) return stream(res, hash, anthropicStreamEvents(message).map((event) => namedFrame(event.type, event)), d);
+        return sendJson(res, hash, 200, anthropicMessage(message));
+      }
+      case "responses": {
+        const planned = answer(readResponsesRequest(body), { prefix: "call_", length: 24 });
+        if (planned === undefined) return;
+        const response = { ...seed, ...planned, tools: echoedTools(body), toolChoice: echoedToolChoice(body) };
+        if (streamed) return stream(res, hash, openaiResponseStreamEvents(response).map((event) => namedFrame(event.type, event)), d);
+        return sendJson(res, hash, 200, openaiResponse(response));
+      }
+      case "chat": {
+        const flavour: ChatFlavour = kind === "compatible" ? "compatible" : kind === "azure" ? "azure" : "openai";
+        const planned = answer(readChatRequest(body), chatToolCallIdStyle(flavour));
+        if (planned === undefined) return;
+        const options = isRecord(body.stream_options) ? body.stream_options : undefined;
+        // OpenAI sends usage only when asked; vLLM whenever stream_options is given, unless told not to.
+        const includeUsage = options !== undefined && (flavour === "compatible" ? options.include_usage !== false : options.include_usage === true);
+        const completion = { ...seed, ...planned, flavour, includeUsage };
+        if (streamed) return stream(res, hash, [...chatCompletionChunks(completion).map(dataFrame), DONE_FRAME], d);
+        return sendJson(res, hash, 200, chatCompletion(completion));
+      }
       case "embeddings": {
         const answer = openaiEmbeddings(body, seed.model, seed.inputTokens);
         if (answer === null) return sendError(res, hash, 400, "'input' must be a non-empty string, array of strings, or array of token arrays.");
-        return sendJson(res, hash, 200, answer);
+        return sendJson(res, hash, 200, kind === "compatible" ? compatibleEmbeddings(answer, hash) : answer);
       }
       case "images": {
         const answer = openaiImages(body, seed.inputTokens, seed.outputTokens);
@@ -320,8 +395,8 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
 /**
  * Every credential header the request carries must hold the key, and there must be one:
  * Anthropic reads x-api-key and Authorization: Bearer (the official SDK, from 1.x, sends its apiKey
- * as a Bearer token); OpenAI reads Authorization: Bearer; Azure reads api-key, and also checks an
- * Authorization header when there is one. So a caller's credential forwarded upstream is refused.
+ * as a Bearer token); OpenAI and compatible read Authorization: Bearer; Azure reads api-key, and also
+ * checks an Authorization header when there is one. So a caller's credential forwarded upstream is refused.
  */
 function checkAuth(kind: FakeKind, apiKey: string, req: IncomingMessage): { message: string; code?: string } | null {
   const bearer = req.headers.authorization;
@@ -334,7 +409,8 @@ function checkAuth(kind: FakeKind, apiKey: string, req: IncomingMessage): { mess
       if (bearer !== undefined && !bearerOk) return { message: "Invalid bearer token" };
       return null;
     }
-    case "openai": {
+    case "openai":
+    case "compatible": {
       if (bearer === undefined) {
         return { message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth." };
       }

@@ -11,6 +11,8 @@ import { Migration20261124040000 } from "./Migration20261124040000.ts";
 import { Migration20261124050000 } from "./Migration20261124050000.ts";
 import { Migration20261124060000 } from "./Migration20261124060000.ts";
 import { Migration20261124070000 } from "./Migration20261124070000.ts";
+import { Migration20261124080000 } from "./Migration20261124080000.ts";
+import { Migration20261124090000 } from "./Migration20261124090000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
 export const migrations: MigrationObject[] = [
@@ -26,4 +28,6 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261124050000", class: Migration20261124050000 },
   { name: "Migration20261124060000", class: Migration20261124060000 },
   { name: "Migration20261124070000", class: Migration20261124070000 },
+  { name: "Migration20261124080000", class: Migration20261124080000 },
+  { name: "Migration20261124090000", class: Migration20261124090000 },
 ];

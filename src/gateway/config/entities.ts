@@ -7,7 +7,7 @@ export const ProviderEntity = defineEntity({
     id: p.uuid().primary(),
     workspaceId: p.uuid(),
     name: p.string().length(64),
-    kind: p.string().length(16),
+    kind: p.string().length(32),
     baseUrl: p.string().length(2000),
     /** AES-256-GCM under the master key: see secrets.ts. */
     apiKeyCiphertext: p.blob().nullable(),
@@ -30,13 +30,24 @@ export const RoutingRuleEntity = defineEntity({
     workspaceId: p.uuid(),
     priority: p.integer(),
     models: p.array(),
+    /** Always targets[0]'s, kept in step with it (for readers of the one-target schema). */
     providerName: p.string().length(64),
     upstreamModel: p.string().length(255).nullable(),
+    /** 1 to 8, in their order: see src/gateway/routing/candidates.ts. */
+    targets: p.json<StoredRoutingTarget[]>(),
     dateCreated: p.datetime(),
     dateUpdated: p.datetime(),
   },
 });
 export type RoutingRuleRow = InferEntity<typeof RoutingRuleEntity>;
+
+/** One element of gateway_routing_rule.targets (jsonb), every key always present. */
+export interface StoredRoutingTarget {
+  providerName: string;
+  upstreamModel: string | null;
+  /** 0 to 1000; null: none given. */
+  weight: number | null;
+}
 
 export const GatewayUserEntity = defineEntity({
   name: "GatewayUser",

@@ -9,6 +9,7 @@ import {
   ProviderEntity,
   RoutingRuleEntity,
   UsageLimitEntity,
+  type RoutingRuleRow,
   type UsageLimitRow,
 } from "./entities.ts";
 import type { LimitPeriod, LimitScope, UsageLimit } from "../limits/types.ts";
@@ -21,6 +22,7 @@ import type {
   GuardrailStage,
   ProviderConfig,
   ProviderKind,
+  RoutingTarget,
   WorkspaceConfig,
 } from "./types.ts";
 
@@ -28,6 +30,7 @@ const providerKinds: Record<string, ProviderKind> = {
   ANTHROPIC: "anthropic",
   OPENAI: "openai",
   AZURE_OPENAI: "azure_openai",
+  OPENAI_COMPATIBLE: "openai_compatible",
 };
 
 /** A stored usage limit as the counters take it. */
@@ -99,13 +102,15 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     workspace(row.workspaceId).providersByName.set(provider.name, provider);
   }
   for (const row of rules) {
+    const targets = routingTargetsOf(row);
     workspace(row.workspaceId).routingRules.push({
       id: row.id,
       workspaceId: row.workspaceId,
       priority: row.priority,
       models: row.models,
-      providerName: row.providerName,
-      upstreamModel: row.upstreamModel ?? null,
+      targets,
+      providerName: targets[0]!.providerName,
+      upstreamModel: targets[0]!.upstreamModel,
     });
   }
 
@@ -164,6 +169,17 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     workspaces,
     settings: { maxInFlight: settings?.maxInFlight ?? sources.defaultMaxInFlight },
   };
+}
+
+/** A rule's targets as stored; the one-target columns stand in should the list be empty (it cannot be: a check says so). */
+function routingTargetsOf(row: RoutingRuleRow): RoutingTarget[] {
+  const stored = Array.isArray(row.targets) ? row.targets : [];
+  if (stored.length === 0) return [{ providerName: row.providerName, upstreamModel: row.upstreamModel ?? null, weight: null }];
+  return stored.map((target) => ({
+    providerName: target.providerName,
+    upstreamModel: target.upstreamModel ?? null,
+    weight: target.weight ?? null,
+  }));
 }
 
 function openKey(sources: SnapshotSources, providerName: string, sealed: Uint8Array | null | undefined): string | null {

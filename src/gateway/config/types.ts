@@ -6,7 +6,11 @@ import type { UsageLimit } from "../limits/types.ts";
  * only this; it never queries the database, except for one timed look-up of an unknown key.
  */
 
-export type ProviderKind = "anthropic" | "openai" | "azure_openai";
+/**
+ * What a provider speaks. `openai_compatible`: chat completions only (vLLM, Ollama, TGI and most
+ * OpenAI-compatible services), plus embeddings.
+ */
+export type ProviderKind = "anthropic" | "openai" | "azure_openai" | "openai_compatible";
 
 /** The API families of the spec. Anthropic-style is the messages family; OpenAI-style and Azure OpenAI are the responses family. */
 export type Family = "messages" | "responses";
@@ -40,10 +44,24 @@ export interface RoutingRule {
   priority: number;
   /** Exact model names or globs (`*`, `?`). Empty: a catch-all rule. */
   models: string[];
-  /** The target, by provider name: it may name a provider that does not exist (503). */
+  /**
+   * 1 to 8, in their order. No weights: fallbacks in this order. Some weights: the first attempt
+   * is drawn by weight among those above 0, the others follow in this order (routing/candidates.ts).
+   */
+  targets: RoutingTarget[];
+  /** The first target's provider name (targets[0]). */
+  providerName: string;
+  /** The first target's upstream model (targets[0]). */
+  upstreamModel: string | null;
+}
+
+export interface RoutingTarget {
+  /** By provider name: it may name a provider that does not exist (then it is left out; 503 if none is left). */
   providerName: string;
   /** The model name sent upstream instead of the caller's, when set. */
   upstreamModel: string | null;
+  /** 0 to 1000, or null when none is given (counted as 0 when another target of the rule has one). */
+  weight: number | null;
 }
 
 export interface GatewayKey {

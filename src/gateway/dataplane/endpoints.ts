@@ -1,18 +1,8 @@
 import type { Family } from "../config/types.ts";
-import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import { endpointByPath, type EndpointSpec } from "../endpoints/specs.ts";
 import { MESSAGES_FAMILY_PREFIX, RESPONSES_FAMILY_PREFIX, type EndpointStyle } from "./errors.ts";
 
-export type Endpoint =
-  | { kind: "call"; endpoint: UpstreamEndpoint; style: EndpointStyle; family: Family; guardrails: boolean }
-  | { kind: "models"; prefix: string };
-
-/** The provider-style calls, and where an SDK's base URL may put them. */
-const calls: Record<string, Endpoint & { kind: "call" }> = {
-  "/v1/messages": { kind: "call", endpoint: "messages", style: "messages", family: "messages", guardrails: true },
-  "/v1/responses": { kind: "call", endpoint: "responses", style: "responses", family: "responses", guardrails: true },
-  "/v1/embeddings": { kind: "call", endpoint: "embeddings", style: "responses", family: "responses", guardrails: false },
-  "/v1/images/generations": { kind: "call", endpoint: "images", style: "images", family: "responses", guardrails: true },
-};
+export type Endpoint = { kind: "call"; spec: EndpointSpec } | { kind: "models"; prefix: string };
 
 export interface EndpointMatch {
   endpoint: Endpoint;
@@ -29,8 +19,8 @@ export function matchEndpoint(pathname: string): EndpointMatch | undefined {
     if (prefix && !pathname.startsWith(prefix + "/")) continue;
     const rest = pathname.slice(prefix.length);
     if (rest === "/v1/models") return { endpoint: { kind: "models", prefix }, method: "GET" };
-    const call = calls[rest];
-    if (call && (prefix === "" || prefixFamily(prefix) === call.family)) return { endpoint: call, method: "POST" };
+    const spec = endpointByPath.get(rest);
+    if (spec && (prefix === "" || prefixFamily(prefix) === spec.family)) return { endpoint: { kind: "call", spec }, method: "POST" };
   }
   return undefined;
 }

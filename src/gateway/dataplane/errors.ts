@@ -1,6 +1,6 @@
 import type { ProviderKind } from "../config/types.ts";
 import type { TypedUpstreamError } from "../providers/errors.ts";
-import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import type { EndpointName } from "../endpoints/specs.ts";
 import { isUpstreamError, UpstreamBodyTimeoutError, UpstreamTimeoutError } from "../providers/errors.ts";
 
 /**
@@ -72,6 +72,14 @@ export const streamingImagesUnsupported = () =>
 export const bodyNotJsonObject = () => new GatewayError(400, "The request body must be a JSON object.");
 export const bodyWithoutModel = () =>
   new GatewayError(400, "The request body must name a model: 'model' is missing or is not a non-empty string.");
+
+/**
+ * The call is routed to a provider that speaks another format, and something in the request has
+ * no faithful equivalent there (a provider-only built-in tool, a stateful reference, two answers
+ * at once): refused rather than dropped. `detail` is one sentence saying what, ending with a period.
+ */
+export const untranslatable = (detail: string) =>
+  new GatewayError(400, `This request cannot be translated for the provider it is routed to: ${detail}`);
 
 // 401
 
@@ -173,29 +181,30 @@ const kindLabels: Record<ProviderKind, string> = {
   anthropic: "Anthropic",
   openai: "OpenAI",
   azure_openai: "Azure OpenAI",
+  openai_compatible: "OpenAI-compatible",
 };
-const endpointLabels: Record<UpstreamEndpoint, string> = {
+const endpointLabels: Record<EndpointName, string> = {
   messages: "the messages API",
   responses: "the responses API",
+  chat: "chat completions",
   embeddings: "embeddings",
   images: "image generation",
 };
-const servedBy: Record<UpstreamEndpoint, string> = {
-  messages: "an Anthropic provider",
-  responses: "an OpenAI or Azure OpenAI provider",
-  embeddings: "an OpenAI or Azure OpenAI provider",
+/** Every kind serves the three conversational endpoints (translated where it speaks another format). */
+const servedBy: Record<EndpointName, string> = {
+  messages: "any provider",
+  responses: "any provider",
+  chat: "any provider",
+  embeddings: "an OpenAI, Azure OpenAI or OpenAI-compatible provider",
   images: "an OpenAI or Azure OpenAI provider",
 };
 
-/** The matched rule targets a provider whose kind has no such endpoint: names the kind that has. */
-export const routingRuleWrongFamily = (provider: string, kind: ProviderKind, endpoint: UpstreamEndpoint) =>
+/** The spec's case: the matched rule targets a provider whose kind cannot serve the endpoint (embeddings, image generation); names the kinds that can. */
+export const routingRuleWrongProvider = (provider: string, kind: ProviderKind, endpoint: EndpointName) =>
   new GatewayError(
     503,
     `The routing rule for this request targets provider '${provider}' (${kindLabels[kind]}), which does not serve ${endpointLabels[endpoint]}. Point the rule at ${servedBy[endpoint]}.`,
   );
-/** The spec's case by name: embeddings or image generation routed to a provider that is not OpenAI or Azure OpenAI. */
-export const routingRuleWrongProvider = (provider: string, kind: ProviderKind, endpoint: "embeddings" | "images") =>
-  routingRuleWrongFamily(provider, kind, endpoint);
 /** Embeddings matched by a model-based rule: embeddings route only through rules that list no models. */
 export const routingRuleModelBasedEmbeddings = (provider: string) =>
   new GatewayError(
@@ -214,6 +223,10 @@ export const noRoutingRule = (model: string) =>
 export function providerErrorToGatewayError(status: number, providerMessage: string): GatewayError {
   return new GatewayError(status >= 400 && status < 500 ? status : 502, providerMessage);
 }
+
+/** A translated call's answer (or stream event) that is not what its format says: the provider's fault. */
+export const unreadableAnswer = (detail: string) =>
+  new GatewayError(502, `The provider's answer could not be read: ${detail}`);
 
 export const UPSTREAM_TIMEOUT_MESSAGE = "The provider did not answer in time.";
 export const UPSTREAM_BODY_TIMEOUT_MESSAGE = "The provider stopped sending its response before it was complete.";

@@ -10,10 +10,17 @@ import type { GuardrailStep } from "../guardrails/guardrail-step.ts";
 import { createRequestBodies, type RequestBodies } from "../guardrails/request-bodies.ts";
 import type { UsageStep } from "../limits/usage-step.ts";
 import { readProviderError, readProviderErrorBody } from "../providers/errors.ts";
-import { nextSequenceNumber, sseEvents, streamErrorEvent, type SseEvent } from "../providers/sse.ts";
-import type { UpstreamResponse } from "../providers/upstream.ts";
+import { sseEvents } from "../providers/sse.ts";
+import { formats } from "../formats/translate.ts";
+import type { EndpointSpec } from "../endpoints/specs.ts";
+import { nowSeconds, passedStream, translatedStream, type OutgoingStream } from "./streams.ts";
+import type { Upstream, UpstreamResponse } from "../providers/upstream.ts";
+import { isUpstreamError } from "../providers/errors.ts";
+import type { Attempt } from "../routing/candidates.ts";
+import { Cooldown, parseRetryAfter } from "../routing/cooldown.ts";
+import type { WireFormat } from "../formats/format.ts";
 import { resolveRoute } from "../routing/resolve.ts";
-import { matchEndpoint, styleForUnknownPath, type Endpoint } from "./endpoints.ts";
+import { matchEndpoint, styleForUnknownPath } from "./endpoints.ts";
 import {
   asGatewayError,
   bodyNotJsonObject,
@@ -33,6 +40,7 @@ import {
   providerErrorToGatewayError,
   renderError,
   streamingImagesUnsupported,
+  unreadableAnswer,
   styleForModels,
   unknownPath,
   type EndpointStyle,
@@ -57,9 +65,22 @@ export interface PipelineDeps {
   traffic?: Pick<TrafficRows, "record">;
   logger: Logger;
   maxBodyBytes: number;
+  /** The output maximum written for a provider whose format requires one, when the caller set none. */
+  defaultMaxTokens: number;
+  /** Which providers this process skips for a while; default: a new one. */
+  cooldown?: Cooldown;
 }
 
-type CallEndpoint = Endpoint & { kind: "call" };
+
+/** The provider that answered a call, and how its answer is read. */
+interface Sent {
+  response: UpstreamResponse;
+  upstream: Upstream;
+  /** Set when the caller's format and the provider's differ. */
+  translation: { from: WireFormat; to: WireFormat } | undefined;
+  /** Whether the caller's stream ends with its usage (chat completions asks). */
+  streamUsage: boolean;
+}
 
 /** What one request has learned so far, for its log lines and its request-log row. */
 interface Trace {
@@ -91,6 +112,7 @@ interface Trace {
 export function createGatewayHandler(deps: PipelineDeps) {
   let inFlight = 0;
   const bodies = deps.bodies ?? createRequestBodies();
+  const cooldown = deps.cooldown ?? new Cooldown();
 
   return function handleGatewayRequest(req: IncomingMessage, res: ServerResponse): void {
     const requestId = headerValue(req, "x-request-id") ?? randomUUID();
@@ -159,8 +181,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const match = matchEndpoint(pathname);
     if (!match) return fail(res, trace, styleForUnknownPath(pathname), unknownPath(pathname));
     const endpoint = match.endpoint;
-    trace.endpoint = endpoint.kind === "models" ? "models" : endpoint.endpoint;
-    const style = endpoint.kind === "models" ? styleForModels(endpoint.prefix, { get: (name) => headerValue(req, name) ?? null }) : endpoint.style;
+    trace.endpoint = endpoint.kind === "models" ? "models" : endpoint.spec.name;
+    const style = endpoint.kind === "models" ? styleForModels(endpoint.prefix, { get: (name) => headerValue(req, name) ?? null }) : endpoint.spec.style;
     // HEAD is answered as GET, without a body (Node leaves it out).
     const method = req.method === "HEAD" ? "GET" : req.method;
     if (method !== match.method) return fail(res, trace, style, methodNotAllowed(req.method ?? "", pathname, [match.method]));
@@ -177,7 +199,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         const family = style === "messages" ? "messages" : "responses";
         return respondJson(res, 200, modelList(family, availableModels(config, key)));
       }
-      await call(req, res, trace, endpoint, key, snapshot, started);
+      await call(req, res, trace, endpoint.spec, key, snapshot, started);
     } catch (err) {
       fail(res, trace, style, err);
     }
@@ -187,7 +209,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     req: IncomingMessage,
     res: ServerResponse,
     trace: Trace,
-    endpoint: CallEndpoint,
+    spec: EndpointSpec,
     key: GatewayKey,
     snapshot: GatewaySnapshot,
     started: number,
@@ -204,9 +226,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
       throw err instanceof BodyTooLarge ? bodyTooLarge(deps.maxBodyBytes) : err;
     });
     // A large body is parsed in a worker, and comes back as `raw`.
-    const { body, raw } = await bodies.parse(received, endpoint.endpoint, trace.capture !== undefined);
+    const { body, raw } = await bodies.parse(received, spec.name, trace.capture !== undefined);
     if (trace.capture) trace.capture.body = body;
-    if (endpoint.endpoint === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
+    if (spec.name === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
     if (!body) throw bodyNotJsonObject();
     const model = body.model;
     if (typeof model !== "string" || model === "") throw bodyWithoutModel();
@@ -217,7 +239,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
 
     abort.signal.throwIfAborted();
-    const ticket = await deps.usage.admit({ key, config, endpoint: endpoint.endpoint, body });
+    const ticket = await deps.usage.admit({ key, config, spec, body });
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
     // before any output) the reservation is released. Always before the caller has the last byte
     // of its answer, error answers included (the finally below runs before fail() writes one): a
@@ -226,40 +248,30 @@ export function createGatewayHandler(deps: PipelineDeps) {
     let settling: Promise<void> | undefined;
     const settle = (usage: TokenUsage | undefined) => (settling ??= ticket.settle(usage));
     try {
-      const guardrailRequest = { key, config, endpoint: endpoint.endpoint };
-      if (endpoint.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
+      const guardrailRequest = { key, config, spec };
+      if (spec.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
 
-      const route = resolveRoute(config, model, endpoint.endpoint);
+      const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
       if (!route.ok) throw route.error;
-      trace.provider = route.provider.name;
-      const upstream = deps.upstreams.for(route.provider);
-      abort.signal.throwIfAborted();
-      if (!upstream.tryAcquire()) throw noUpstreamCapacity(route.provider.name);
+      const { response, upstream, translation, streamUsage } = await sendToFirstThatAnswers(req, trace, spec, body, raw, route.attempts, abort.signal);
       let holding = true;
       const release = () => {
         if (holding) upstream.release();
         holding = false;
       };
       try {
-        const upstreamBody = route.upstreamModel === model ? raw : await bodies.withModel(raw, body, route.upstreamModel);
-        const response = await upstream.send({
-          endpoint: endpoint.endpoint,
-          body: upstreamBody,
-          clientHeaders: { get: (name) => headerValue(req, name) ?? null },
-          signal: abort.signal,
-        });
-        if (response.status >= 400) {
-          const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
-          throw providerErrorToGatewayError(response.status, message);
-        }
         const firstByte = () => {
           trace.ttfbMs ??= Math.round(performance.now() - started);
         };
         if (body.stream === true && contentType(response).includes("text/event-stream")) {
           const meter = new StreamMeter(raw.length, trace.capture ? MAX_ROW_TEXT_CHARS : 0);
           const finish = () => settle(meter.usage);
+          const events = sseEvents(response.body);
+          const stream = translation
+            ? translatedStream(events, translation.to.streamReader(nowSeconds()), translation.from.streamWriter({ streamUsage }), meter)
+            : passedStream(events, spec.format ?? "responses", meter);
           try {
-            await passStream(res, response, endpoint, meter, firstByte, finish);
+            await writeStream(res, stream, meter, firstByte, finish);
           } finally {
             // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
             trace.usage = meter.usage;
@@ -270,24 +282,35 @@ export function createGatewayHandler(deps: PipelineDeps) {
           }
           return;
         }
-        const output = await collect(response.body);
+        let output = await collect(response.body);
         // The provider is done: its slot is not held through the output checks.
         release();
         // Generated, so counted, even if the output guardrail blocks it next. Settling runs while
         // the output is checked, and is done before the answer is written.
         // A row's output text comes from the same parse as the usage.
-        const answer = trace.capture ? parseAnswer(output) : undefined;
-        trace.usage = trace.capture ? usageOfAnswer(answer) : usageOfBody(output);
+        let answer: unknown;
+        if (translation) {
+          const parsed = parseAnswer(output);
+          if (parsed === undefined) throw unreadableAnswer("it is not JSON.");
+          const canonical = translation.to.readAnswer(parsed, nowSeconds());
+          answer = translation.from.writeAnswer(canonical);
+          output = Buffer.from(JSON.stringify(answer));
+          trace.usage = canonical.usage;
+        } else {
+          answer = trace.capture ? parseAnswer(output) : undefined;
+          trace.usage = trace.capture ? usageOfAnswer(answer) : usageOfBody(output);
+        }
         const settled = settle(trace.usage);
-        if (endpoint.guardrails) {
+        if (spec.guardrails) {
           const verdict = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output });
           if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
         }
         await settled;
         // What the caller is given (not an answer the output guardrails blocked), as text for the row.
-        if (trace.capture && (endpoint.endpoint === "messages" || endpoint.endpoint === "responses")) trace.capture.output = { answer };
+        if (trace.capture && spec.format !== null) trace.capture.output = { answer };
         firstByte();
-        res.writeHead(response.status, { "content-type": contentType(response) || "application/json", "content-length": output.length });
+        const type = translation ? "application/json" : contentType(response) || "application/json";
+        res.writeHead(response.status, { "content-type": type, "content-length": output.length });
         res.end(output);
       } finally {
         release();
@@ -298,33 +321,125 @@ export function createGatewayHandler(deps: PipelineDeps) {
   }
 
   /**
-   * Events go through whole, as they arrive. A failure before the first event is an ordinary
-   * error answer; after it, the status is sent, so the stream ends with the family's own error
-   * event instead, and never hangs. `finish` (settling the usage) runs before the caller can see
-   * the stream end: before the provider's final event, the end, or the error event.
+   * Sends the call to the route's attempts in order, until one answers. It moves on after a
+   * connection failure, a timeout, a 5xx or a 429 (nothing has reached the caller yet), and past a
+   * provider at its in-flight cap; each attempt it moves on from is a row of the request log of
+   * its own. Any other provider error (400, 401…: the next provider would refuse it too) ends the
+   * call, and when every attempt failed, the last failure answers. The provider that answered
+   * holds a slot until the caller releases it.
    */
-  async function passStream(
+  async function sendToFirstThatAnswers(
+    req: IncomingMessage,
+    trace: Trace,
+    spec: EndpointSpec,
+    body: Record<string, unknown>,
+    raw: Buffer,
+    attempts: readonly Attempt[],
+    signal: AbortSignal,
+  ): Promise<Sent> {
+    let failure: unknown;
+    for (const [i, attempt] of attempts.entries()) {
+      if (i > 0) recordSuperseded(trace, failure);
+      const provider = attempt.provider;
+      trace.provider = provider.name;
+      signal.throwIfAborted();
+      const upstream = deps.upstreams.for(provider);
+      if (!upstream.tryAcquire()) {
+        failure = noUpstreamCapacity(provider.name);
+        continue;
+      }
+      try {
+        // Routing keeps only providers whose kind has a target for the endpoint.
+        const target = spec.target(provider.kind)!;
+        const translation =
+          spec.format !== null && target.format !== null && target.format !== spec.format
+            ? { from: formats[spec.format], to: formats[target.format] }
+            : undefined;
+        let upstreamBody: Buffer;
+        let streamUsage = true;
+        if (translation) {
+          const translated = await bodies.translate(raw, body, translation.from.name, translation.to.name, attempt.upstreamModel, deps.defaultMaxTokens);
+          upstreamBody = translated.body;
+          streamUsage = translated.streamUsage;
+        } else {
+          upstreamBody = attempt.upstreamModel === body.model ? raw : await bodies.withModel(raw, body, attempt.upstreamModel);
+        }
+        const response = await upstream.send({
+          path: target.path,
+          body: upstreamBody,
+          clientHeaders: { get: (name) => headerValue(req, name) ?? null },
+          signal,
+        });
+        if (response.status < 400) {
+          cooldown.succeeded(provider.id);
+          return { response, upstream, translation, streamUsage };
+        }
+        const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
+        const error = providerErrorToGatewayError(response.status, message);
+        if (response.status !== 429 && response.status < 500) throw error;
+        cooldown.failed(provider.id, { status: response.status, retryAfterSeconds: parseRetryAfter(headerOf(response, "retry-after")) });
+        failure = error;
+      } catch (err) {
+        upstream.release();
+        if (signal.aborted || !isUpstreamError(err)) throw err;
+        cooldown.failed(provider.id);
+        failure = err;
+        continue;
+      }
+      upstream.release();
+    }
+    throw failure;
+  }
+
+  /** A failed attempt the call moved on from, as a request-log row of its own. */
+  function recordSuperseded(trace: Trace, failure: unknown): void {
+    const error = asGatewayError(failure);
+    deps.requestLog.record({
+      requestId: trace.requestId,
+      time: new Date(),
+      endpoint: trace.endpoint,
+      model: trace.model ?? null,
+      provider: trace.provider ?? null,
+      status: error.status,
+      errorType: errorTypeFor(error.status),
+      latencyMs: 0,
+      ttfbMs: null,
+      guardrailVerdict: trace.guardrailVerdict ?? null,
+      workspaceId: trace.key?.workspaceId ?? null,
+      keyId: trace.key?.id ?? null,
+      userId: trace.key?.userId ?? null,
+      groupIds: trace.key?.groupIds ?? [],
+      inputTokens: 0,
+      outputTokens: 0,
+      tokensEstimated: false,
+      superseded: true,
+    });
+  }
+
+  /**
+   * Events go to the caller as they are made, each whole. A failure before the first event is an
+   * ordinary error answer; after it, the status is sent, so the stream ends with the format's own
+   * error event instead, and never hangs. `finish` (settling the usage) runs before the caller
+   * can see the stream end: before the provider's final event, the end, or the error event.
+   */
+  async function writeStream(
     res: ServerResponse,
-    response: UpstreamResponse,
-    endpoint: CallEndpoint,
+    stream: OutgoingStream,
     meter: StreamMeter,
     firstByte: () => void,
     finish: () => Promise<void>,
   ): Promise<void> {
     let started = false;
-    let last: SseEvent | undefined;
     const start = () => {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
       started = true;
       firstByte();
     };
     try {
-      for await (const event of sseEvents(response.body)) {
+      for await (const piece of stream.pieces) {
         if (!started) start();
-        meter.observe(event);
-        last = event;
         if (meter.complete) await finish();
-        if (!res.write(event.raw) && !(await drained(res))) throw callerGone();
+        if (!res.write(piece) && !(await drained(res))) throw callerGone();
       }
       if (!started) start();
       await finish();
@@ -332,7 +447,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     } catch (err) {
       if (!started || res.destroyed) throw err;
       await finish();
-      res.end(streamErrorEvent(endpoint.family, asGatewayError(err).message, nextSequenceNumber(last)));
+      res.end(stream.errorEvent(asGatewayError(err).message));
     }
   }
 
@@ -401,8 +516,12 @@ function callerGone(): Error {
 }
 
 function contentType(response: UpstreamResponse): string {
-  const value = response.headers["content-type"];
-  return (Array.isArray(value) ? value[0] : value) ?? "";
+  return headerOf(response, "content-type") ?? "";
+}
+
+function headerOf(response: UpstreamResponse, name: string): string | undefined {
+  const value = response.headers[name];
+  return Array.isArray(value) ? value[0] : value;
 }
 
 function headerValue(req: IncomingMessage, name: string): string | undefined {

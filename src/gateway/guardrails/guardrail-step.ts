@@ -1,10 +1,10 @@
 import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
-import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import type { EndpointSpec } from "../endpoints/specs.ts";
 
 export interface GuardrailRequest {
   key: GatewayKey;
   config: WorkspaceConfig | undefined;
-  endpoint: UpstreamEndpoint;
+  spec: EndpointSpec;
 }
 
 /**

@@ -14,7 +14,7 @@ import { detect, type DetectorCheck } from "./detect.ts";
 import type { DetectorLoader, DetectorName } from "./detectors/loader.ts";
 import type { GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
 import { PluginRegistry, type PluginVerdict } from "./plugin-registry.ts";
-import { extractedText, imagesInputText, joinCapped, messagesInputText, outputText, responsesInputText } from "./text.ts";
+import { answerBytesText, extractedText, joinCapped } from "./text.ts";
 import { WorkerQueueFull, type WorkerPool } from "./worker-pool.ts";
 
 const detectorOf: Record<GuardrailConfig["kind"], DetectorName> = { pii: "pii", prompt_injection: "injection", content_safety: "content" };
@@ -96,15 +96,9 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
         // A large body was read by a worker, which cut its text to the same cap.
         const extracted = extractedText(request.body);
         if (extracted) return extracted.capped;
-        return capped(
-          request.endpoint === "messages"
-            ? messagesInputText(request.body)
-            : request.endpoint === "responses"
-              ? responsesInputText(request.body)
-              : imagesInputText(request.body),
-        );
+        return capped(request.spec.inputText(request.body));
       }),
-    checkOutput: (request) => run(request, "output", () => capped(outputText(request.body))),
+    checkOutput: (request) => run(request, "output", () => capped(answerBytesText(request.spec, request.body))),
   };
 }
 

@@ -1,5 +1,7 @@
-import { gatewayAtCapacity } from "../dataplane/errors.ts";
-import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import { gatewayAtCapacity, GatewayError } from "../dataplane/errors.ts";
+import type { EndpointName } from "../endpoints/specs.ts";
+import type { FormatName } from "../formats/format.ts";
+import { translateRequest, type TranslatedRequest } from "../formats/translate.ts";
 import { standIn } from "./text.ts";
 import { WorkerQueueFull, WorkerTimeout, type WorkerPool } from "./worker-pool.ts";
 
@@ -20,9 +22,11 @@ export interface RequestBodies {
    * With `transcript` (a key whose traffic goes to a pipeline), a large body's stand-in also
    * carries what the pipeline row keeps of it (text.ts `standInTranscript`).
    */
-  parse(raw: Buffer, endpoint: UpstreamEndpoint, transcript?: boolean): Promise<{ body: Record<string, unknown> | undefined; raw: Buffer }>;
+  parse(raw: Buffer, endpoint: EndpointName, transcript?: boolean): Promise<{ body: Record<string, unknown> | undefined; raw: Buffer }>;
   /** The body to send upstream under another model name. */
   withModel(raw: Buffer, body: Record<string, unknown>, model: string): Promise<Buffer>;
+  /** The body translated to the provider's format under `model` (formats/translate.ts); a large one in a worker. */
+  translate(raw: Buffer, body: Record<string, unknown>, from: FormatName, to: FormatName, model: string, defaultMaxTokens: number): Promise<TranslatedRequest>;
 }
 
 export interface RequestBodiesOptions {
@@ -49,6 +53,13 @@ export function createRequestBodies(options?: RequestBodiesOptions): RequestBodi
       if (!off) return Buffer.from(JSON.stringify({ ...body, model }));
       const rewritten = await inWorker(() => off.workers.run({ kind: "rewrite", raw, model }));
       return Buffer.from(rewritten.buffer, rewritten.byteOffset, rewritten.byteLength);
+    },
+    async translate(raw, body, from, to, model, defaultMaxTokens) {
+      const off = offThread(raw);
+      if (!off) return translateRequest(body, from, to, model, defaultMaxTokens);
+      const result = await inWorker(() => off.workers.run({ kind: "translate", raw, from, to, model, defaultMaxTokens }));
+      if (!result.ok) throw new GatewayError(result.status, result.message);
+      return { body: Buffer.from(result.raw.buffer, result.raw.byteOffset, result.raw.byteLength), streamUsage: result.streamUsage };
     },
   };
 }

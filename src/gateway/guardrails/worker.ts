@@ -4,6 +4,10 @@ import { createContentDetector, parseContentLexicon } from "./detectors/content-
 import { createInjectionDetector, parseInjectionWeights } from "./detectors/injection.ts";
 import type { DetectorData } from "./detectors/loader.ts";
 import { createPiiDetector } from "./detectors/pii.ts";
+import { GatewayError } from "../dataplane/errors.ts";
+import type { EndpointName } from "../endpoints/specs.ts";
+import type { FormatName } from "../formats/format.ts";
+import { translateRequest } from "../formats/translate.ts";
 import { parseObject } from "./request-bodies.ts";
 import { summarize, type BodySummary } from "./text.ts";
 
@@ -16,14 +20,17 @@ import { summarize, type BodySummary } from "./text.ts";
 export type WorkerJob =
   | { kind: "check"; check: DetectorCheck; text: string }
   /** The body's summary, or null when it is not a JSON object; and the body, handed back. */
-  | { kind: "parse"; raw: Uint8Array; endpoint: "messages" | "responses" | "images" | "embeddings"; maxTextBytes: number; transcript: boolean }
+  | { kind: "parse"; raw: Uint8Array; endpoint: EndpointName; maxTextBytes: number; transcript: boolean }
   /** The body with `model` set to another name. */
-  | { kind: "rewrite"; raw: Uint8Array; model: string };
+  | { kind: "rewrite"; raw: Uint8Array; model: string }
+  /** The body translated to another format (formats/translate.ts), or the 400 that refuses it. */
+  | { kind: "translate"; raw: Uint8Array; from: FormatName; to: FormatName; model: string; defaultMaxTokens: number };
 
 export interface JobResults {
   check: string | null;
   parse: { summary: BodySummary | null; raw: Uint8Array };
   rewrite: Uint8Array;
+  translate: { ok: true; raw: Uint8Array; streamUsage: boolean } | { ok: false; status: number; message: string };
 }
 
 export type WorkerAnswer = { id: number; value: JobResults[WorkerJob["kind"]] } | { id: number; error: string };
@@ -57,8 +64,24 @@ parentPort?.on("message", ({ id, job }: { id: number; job: WorkerJob }) => {
         parentPort?.postMessage({ id, value: rewritten } satisfies WorkerAnswer, [rewritten.buffer]);
         return;
       }
+      case "translate": {
+        const value = translateInWorker(job);
+        parentPort?.postMessage({ id, value } satisfies WorkerAnswer, value.ok ? [value.raw.buffer as ArrayBuffer] : []);
+        return;
+      }
     }
   } catch (err) {
     parentPort?.postMessage({ id, error: err instanceof Error ? err.message : String(err) } satisfies WorkerAnswer);
   }
 });
+
+function translateInWorker(job: Extract<WorkerJob, { kind: "translate" }>): JobResults["translate"] {
+  const body = parseBytes(job.raw) ?? {};
+  try {
+    const translated = translateRequest(body, job.from, job.to, job.model, job.defaultMaxTokens);
+    return { ok: true, raw: new Uint8Array(translated.body), streamUsage: translated.streamUsage };
+  } catch (err) {
+    if (err instanceof GatewayError) return { ok: false, status: err.status, message: err.message };
+    throw err;
+  }
+}

@@ -2,8 +2,8 @@ import { isDatabaseUnavailable } from "../../db/unavailable.ts";
 import type { Logger } from "../../platform/logger.ts";
 import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
 import { databaseUnavailable, usageLimitReached } from "../dataplane/errors.ts";
-import { imagesInputText, messagesInputText, responsesInputText } from "../guardrails/text.ts";
-import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import type { EndpointSpec } from "../endpoints/specs.ts";
+import { callerText } from "../guardrails/text.ts";
 import type { CounterStore, UsageLimit } from "./types.ts";
 import { MAX_REPORTED_TOKENS } from "../usage/provider-usage.ts";
 import type { UsageStep, UsageTicket } from "./usage-step.ts";
@@ -30,10 +30,10 @@ const noTicket: UsageTicket = { settle: async () => undefined };
 export function createLimitStep(options: LimitStepOptions): UsageStep {
   const now = options.now ?? (() => new Date());
   return {
-    async admit({ key, config, endpoint, body }) {
+    async admit({ key, config, spec, body }) {
       const limits = limitsFor(config, key);
       if (limits.length === 0) return noTicket;
-      const amount = countedInput(endpoint, body) + outputMaximum(endpoint, body, options.defaultMaxTokens);
+      const amount = countedInput(spec, body) + outputMaximum(spec, body, options.defaultMaxTokens);
       const result = await options.store.reserve(limits, amount, now()).catch((err: unknown) => {
         // The counters did not answer in time: the spec's 503, which the caller may retry.
         throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
@@ -68,29 +68,15 @@ export function limitsFor(config: WorkspaceConfig | undefined, key: GatewayKey):
 }
 
 /** An estimate of the input tokens from the caller's text, as guardrails read it. */
-export function countedInput(endpoint: UpstreamEndpoint, body: Record<string, unknown>): number {
-  const parts = endpoint === "messages"
-    ? messagesInputText(body)
-    : endpoint === "responses"
-      ? responsesInputText(body)
-      : endpoint === "images"
-        ? imagesInputText(body)
-        : embeddingInputs(body);
-  const chars = parts.reduce((sum, part) => sum + part.length, 0);
+export function countedInput(spec: EndpointSpec, body: Record<string, unknown>): number {
+  const chars = callerText(spec, body).reduce((sum, part) => sum + part.length, 0);
   return Math.ceil(chars / charsPerToken);
 }
 
-function embeddingInputs(body: Record<string, unknown>): string[] {
-  const input = body.input;
-  if (typeof input === "string") return [input];
-  return Array.isArray(input) ? input.filter((item): item is string => typeof item === "string") : [];
-}
-
-/** The request's own output maximum; embeddings write no output tokens. */
-export function outputMaximum(endpoint: UpstreamEndpoint, body: Record<string, unknown>, fallback: number): number {
-  if (endpoint === "embeddings") return 0;
-  const value = endpoint === "messages" ? body.max_tokens : body.max_output_tokens;
+/** The request's own output maximum, or `fallback` when it sets none; embeddings write no output tokens. */
+export function outputMaximum(spec: EndpointSpec, body: Record<string, unknown>, fallback: number): number {
   // A maximum past any context window (1e21 is valid JSON) reserves the most one request can count,
   // which no limit has room for: a 429, where the unclamped figure broke the counters' arithmetic.
-  return typeof value === "number" && Number.isInteger(value) && value > 0 ? Math.min(value, MAX_REPORTED_TOKENS) : fallback;
+  const value = spec.outputMaximum(body);
+  return value === undefined ? fallback : Math.min(value, MAX_REPORTED_TOKENS);
 }

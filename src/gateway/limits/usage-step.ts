@@ -1,5 +1,5 @@
 import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
-import type { UpstreamEndpoint } from "../providers/upstream.ts";
+import type { EndpointSpec } from "../endpoints/specs.ts";
 import type { TokenUsage } from "../usage/provider-usage.ts";
 
 /**
@@ -7,7 +7,7 @@ import type { TokenUsage } from "../usage/provider-usage.ts";
  * refuses it with the spec's 429), and settles its usage when it ends.
  */
 export interface UsageStep {
-  admit(request: { key: GatewayKey; config: WorkspaceConfig | undefined; endpoint: UpstreamEndpoint; body: Record<string, unknown> }): Promise<UsageTicket>;
+  admit(request: { key: GatewayKey; config: WorkspaceConfig | undefined; spec: EndpointSpec; body: Record<string, unknown> }): Promise<UsageTicket>;
 }
 
 export interface UsageTicket {

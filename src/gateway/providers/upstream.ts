@@ -2,10 +2,9 @@ import { Pool } from "undici";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
-export type UpstreamEndpoint = "messages" | "responses" | "embeddings" | "images";
-
 export interface UpstreamCall {
-  endpoint: UpstreamEndpoint;
+  /** Below the base URL's own path, as the endpoint's spec gives it (`/v1/messages`); Azure's `/openai` is added here. */
+  path: string;
   /** The request body, already rewritten (upstream model name and so on). */
   body: Buffer;
   /** The caller's headers; only anthropic-version and anthropic-beta are read. A Headers fits. */
@@ -24,26 +23,6 @@ export interface UpstreamResponse {
 /** Anthropic's oldest stable version, sent when the caller names none. */
 export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
 export const DEFAULT_AZURE_API_VERSION = "preview";
-
-const openAiPaths: Record<Exclude<UpstreamEndpoint, "messages">, string> = {
-  responses: "/v1/responses",
-  embeddings: "/v1/embeddings",
-  images: "/v1/images/generations",
-};
-
-/**
- * The provider path for an endpoint, below the base URL's own path; undefined when the kind has
- * no such endpoint (the router answers that with the spec's 503 "The routing rule …").
- */
-export function upstreamPath(kind: ProviderKind, endpoint: UpstreamEndpoint): string | undefined {
-  if (kind === "anthropic") return endpoint === "messages" ? "/v1/messages" : undefined;
-  if (endpoint === "messages") return undefined;
-  return kind === "azure_openai" ? `/openai${openAiPaths[endpoint]}` : openAiPaths[endpoint];
-}
-
-export function supportsEndpoint(kind: ProviderKind, endpoint: UpstreamEndpoint): boolean {
-  return upstreamPath(kind, endpoint) !== undefined;
-}
 
 /** The caller's abort is theirs, rethrown as it came; anything else is typed at this edge. */
 function typed(err: unknown, phase: UpstreamPhase, signal: AbortSignal): unknown {
@@ -117,10 +96,6 @@ export class Upstream {
    * reject with the typed errors of errors.ts.
    */
   async send(call: UpstreamCall): Promise<UpstreamResponse> {
-    const path = upstreamPath(this.kind, call.endpoint);
-    if (path === undefined) {
-      throw new Error(`Provider '${this.name}' (${this.kind}) has no ${call.endpoint} endpoint`);
-    }
     if (this.#apiKey === null) {
       throw new Error(`Provider '${this.name}' has no API key; check hasApiKey before sending`);
     }
@@ -128,7 +103,7 @@ export class Upstream {
     const response = await this.#pool
       .request({
         method: "POST",
-        path: `${this.#pathPrefix}${path}${query}`,
+        path: `${this.#pathPrefix}${this.kind === "azure_openai" ? "/openai" : ""}${call.path}${query}`,
         headers: this.#headers(this.#apiKey, call.clientHeaders),
         body: call.body,
         signal: call.signal,
@@ -157,6 +132,7 @@ export class Upstream {
         break;
       }
       case "openai":
+      case "openai_compatible":
         headers.authorization = `Bearer ${key}`;
         break;
       case "azure_openai":

@@ -1,38 +1,37 @@
-import type { ProviderConfig, RoutingRule, WorkspaceConfig } from "../config/types.ts";
-import {
-  noProviderApiKey,
-  noRoutingRule,
-  providerNotConfigured,
-  routingRuleModelBasedEmbeddings,
-  routingRuleWrongFamily,
-  routingRuleWrongProvider,
-  type GatewayError,
-} from "../dataplane/errors.ts";
-import { supportsEndpoint, type UpstreamEndpoint } from "../providers/upstream.ts";
+import type { ProviderKind, RoutingRule, WorkspaceConfig } from "../config/types.ts";
+import { noRoutingRule, type GatewayError } from "../dataplane/errors.ts";
+import type { EndpointName } from "../endpoints/specs.ts";
+import { routeCandidates, type Attempt } from "./candidates.ts";
+import type { CooldownView } from "./cooldown.ts";
 import { matchesAny } from "./glob.ts";
 
-export type Route =
-  | { ok: true; provider: ProviderConfig; rule: RoutingRule; upstreamModel: string }
-  | { ok: false; error: GatewayError };
+export type Route = { ok: true; rule: RoutingRule; attempts: Attempt[] } | { ok: false; error: GatewayError };
+
+/** An endpoint spec (endpoints/specs.ts), as far as routing reads it. */
+export interface RoutedEndpointSpec {
+  name: EndpointName;
+  target(kind: ProviderKind): unknown;
+}
+
+/** The first rule, by priority, that matches the model (a rule with no models matches all). */
+export function findRoutingRule(config: WorkspaceConfig | undefined, model: string): RoutingRule | undefined {
+  return config?.routingRules.find((r) => r.models.length === 0 || matchesAny(r.models, model));
+}
 
 /**
- * The first rule, by priority, that matches the model (a rule with no models matches all), and
- * whether its target can serve the endpoint. Each way it can fail is one of the spec's 503s.
+ * The first rule, by priority, that matches the model, and the attempts of the call in order
+ * (routeCandidates). Each way it can fail is one of the spec's 503s; for a rule of one target,
+ * exactly as before rules had several.
  */
-export function resolveRoute(config: WorkspaceConfig | undefined, model: string, endpoint: UpstreamEndpoint): Route {
-  const rule = config?.routingRules.find((r) => r.models.length === 0 || matchesAny(r.models, model));
+export function resolveRoute(
+  config: WorkspaceConfig | undefined,
+  model: string,
+  endpoint: RoutedEndpointSpec,
+  choice: { random: () => number; cooldown?: CooldownView } = { random: Math.random },
+): Route {
+  const rule = findRoutingRule(config, model);
   if (!config || !rule) return { ok: false, error: noRoutingRule(model) };
-  const provider = config.providersByName.get(rule.providerName);
-  if (!provider) return { ok: false, error: providerNotConfigured(rule.providerName) };
-  if (endpoint === "embeddings" && rule.models.length > 0) {
-    return { ok: false, error: routingRuleModelBasedEmbeddings(provider.name) };
-  }
-  if (!supportsEndpoint(provider.kind, endpoint)) {
-    const error = endpoint === "embeddings" || endpoint === "images"
-      ? routingRuleWrongProvider(provider.name, provider.kind, endpoint)
-      : routingRuleWrongFamily(provider.name, provider.kind, endpoint);
-    return { ok: false, error };
-  }
-  if (provider.apiKey === null) return { ok: false, error: noProviderApiKey(provider.name) };
-  return { ok: true, provider, rule, upstreamModel: rule.upstreamModel ?? model };
+  const serves = (kind: ProviderKind) => endpoint.target(kind) !== undefined;
+  const candidates = routeCandidates(config, rule, model, { endpoint: endpoint.name, serves, ...choice });
+  return candidates.ok ? { ok: true, rule, attempts: candidates.attempts } : candidates;
 }

@@ -56,7 +56,8 @@ export function usageOfAnswer(parsed: Json): TokenUsage | undefined {
 
 /**
  * Follows a stream's usage events as they pass: Anthropic's message_start (input) and
- * message_delta (output so far, cumulative); OpenAI's response.completed (the total). What it
+ * message_delta (output so far, cumulative); OpenAI's response.completed (the total); a chat
+ * completions chunk that carries `usage` (the total, in the last chunk when asked for). What it
  * holds at any time is what the provider has reported so far.
  */
 export class StreamUsage {
@@ -66,6 +67,7 @@ export class StreamUsage {
 
   observe(event: SseEvent): void {
     const name = event.name;
+    if (name === null) return this.#observeChunk(event);
     if (name !== "message_start" && name !== "message_delta" && name !== "response.completed") return;
     const data = event.json;
     if (data.kind !== "json" || !isRecord(data.value)) return;
@@ -80,6 +82,21 @@ export class StreamUsage {
       const usage = usageFrom(value.response.usage);
       if (usage) this.#set(usage.inputTokens, usage.outputTokens);
     }
+  }
+
+  /** What a translated stream's reader found (the provider's figures, as canonical usage). */
+  report(usage: TokenUsage): void {
+    this.#set(usage.inputTokens, usage.outputTokens);
+  }
+
+  /** A chat completions chunk: only one with a usage object says anything (others carry `"usage": null`). */
+  #observeChunk(event: SseEvent): void {
+    // Cheap test first: most chunks are deltas without usage, and are not parsed for it.
+    if (!event.raw.includes('"usage":{') && !event.raw.includes('"usage": {')) return;
+    const data = event.json;
+    if (data.kind !== "json" || !isRecord(data.value)) return;
+    const usage = usageFrom(data.value.usage);
+    if (usage) this.#set(usage.inputTokens, usage.outputTokens);
   }
 
   /** Undefined when the provider reported nothing yet. */

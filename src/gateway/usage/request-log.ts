@@ -28,6 +28,8 @@ export interface RequestLogEntry extends CallOutcome {
   outputTokens: number;
   /** The provider reported nothing (an abandoned stream): the tokens are an estimate. */
   tokensEstimated: boolean;
+  /** A failed attempt after which the call moved to its rule's next target; its final attempt has its own entry. */
+  superseded?: boolean;
 }
 
 export interface RequestLogOptions {
@@ -48,6 +50,7 @@ const columns: [string, string][] = [
   ["group_ids", "text"], ["endpoint", "text"], ["model", "text"], ["provider", "text"], ["status", "smallint"],
   ["error_type", "text"], ["latency_ms", "integer"], ["ttfb_ms", "integer"], ["input_tokens", "bigint"],
   ["output_tokens", "bigint"], ["tokens_estimated", "boolean"], ["guardrail_verdict", "text"],
+  ["superseded", "boolean"],
 ];
 
 const insertSql = `insert into gateway_request_log (${columns.map(([name]) => name).join(", ")})
@@ -84,6 +87,7 @@ function columnValues(batch: RequestLogEntry[]): unknown[][] {
     batch.map((e) => e.model), batch.map((e) => e.provider), batch.map((e) => e.status), batch.map((e) => e.errorType),
     batch.map((e) => e.latencyMs), batch.map((e) => e.ttfbMs), batch.map((e) => e.inputTokens),
     batch.map((e) => e.outputTokens), batch.map((e) => e.tokensEstimated), batch.map((e) => e.guardrailVerdict),
+    batch.map((e) => e.superseded ?? false),
   ];
 }
 

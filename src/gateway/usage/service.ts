@@ -33,9 +33,9 @@ export function createGatewayUsageService(options: UsageServiceOptions): Service
       // Protobuf enums are open: a Connect or gRPC caller may send a number UsageGrouping lacks.
       if (!(groupBy in subjectColumn)) throw invalidArgument(`groupBy has an unknown value: ${groupBy}`);
       const rows = await emOf(ctx).execute<{ subject: string | null; requests: string; input: string; output: string; estimated: string }[]>(
-        `select subject, count(*) as requests, sum(input_tokens) as input, sum(output_tokens) as output,
+        `select subject, count(*) filter (where not superseded) as requests, sum(input_tokens) as input, sum(output_tokens) as output,
                 count(*) filter (where tokens_estimated) as estimated
-           from (select ${subjectColumn[groupBy]} as subject, input_tokens, output_tokens, tokens_estimated
+           from (select ${subjectColumn[groupBy]} as subject, input_tokens, output_tokens, tokens_estimated, superseded
                    from gateway_request_log where workspace_id = ? and time >= ? and time < ?) as logged
           group by subject order by sum(input_tokens + output_tokens) desc, subject`,
         [principalOf(ctx).workspaceId, start, end],

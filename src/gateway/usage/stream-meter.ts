@@ -1,3 +1,4 @@
+import type { StreamEvent } from "../formats/canonical.ts";
 import type { SseEvent } from "../providers/sse.ts";
 import { StreamUsage, type TokenUsage } from "./provider-usage.ts";
 
@@ -29,24 +30,37 @@ export class StreamMeter {
     this.#keepTextChars = keepTextChars;
   }
 
+  /** An event of a stream passed through as it is, in any of the three formats. */
   observe(event: SseEvent): void {
     this.#sawEvent = true;
-    if (event.name !== null && finalEvents.has(event.name)) this.#complete = true;
+    const name = event.name;
+    if (name === null ? event.data === "[DONE]" : finalEvents.has(name)) this.#complete = true;
     this.#reported.observe(event);
-    if (event.name === "content_block_delta" || event.name === "response.output_text.delta") {
+    if (name === "content_block_delta" || name === "response.output_text.delta" || name === null) {
       const data = event.json;
       if (data.kind === "json" && typeof data.value === "object" && data.value !== null) {
-        const value = data.value as { delta?: unknown };
-        const text = typeof value.delta === "string" ? value.delta : (value.delta as { text?: unknown } | undefined)?.text;
-        if (typeof text === "string") {
-          this.#textChars += text.length;
-          if (this.#keptChars < this.#keepTextChars) {
-            const piece = text.length > this.#keepTextChars - this.#keptChars ? text.slice(0, this.#keepTextChars - this.#keptChars) : text;
-            this.#kept.push(piece);
-            this.#keptChars += piece.length;
-          }
-        }
+        const text = name === null ? chunkText(data.value) : deltaText(data.value);
+        if (typeof text === "string") this.#addText(text);
       }
+    }
+  }
+
+  /** An event of a translated stream, as its reader made it. */
+  observeCanonical(event: StreamEvent): void {
+    this.#sawEvent = true;
+    if (event.type === "text_delta") this.#addText(event.text);
+    else if (event.type === "stop") {
+      this.#complete = true;
+      if (event.usage) this.#reported.report(event.usage);
+    }
+  }
+
+  #addText(text: string): void {
+    this.#textChars += text.length;
+    if (this.#keptChars < this.#keepTextChars) {
+      const piece = text.length > this.#keepTextChars - this.#keptChars ? text.slice(0, this.#keepTextChars - this.#keptChars) : text;
+      this.#kept.push(piece);
+      this.#keptChars += piece.length;
     }
   }
 
@@ -76,4 +90,18 @@ export class StreamMeter {
       outputTokens: Math.ceil(this.#textChars / charsPerToken),
     };
   }
+}
+
+/** The text of an Anthropic text delta or a Responses text delta. */
+function deltaText(value: object): unknown {
+  const delta = (value as { delta?: unknown }).delta;
+  return typeof delta === "string" ? delta : (delta as { text?: unknown } | undefined)?.text;
+}
+
+/** The text of a chat completions chunk: its first choice's content delta. */
+function chunkText(value: object): unknown {
+  const choices = (value as { choices?: unknown }).choices;
+  const first: unknown = Array.isArray(choices) ? choices[0] : undefined;
+  const delta = typeof first === "object" && first !== null ? (first as { delta?: unknown }).delta : undefined;
+  return typeof delta === "object" && delta !== null ? (delta as { content?: unknown }).content : undefined;
 }

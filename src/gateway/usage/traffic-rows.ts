@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../../platform/logger.ts";
-import { outputTextOf } from "../guardrails/text.ts";
+import { answerText } from "../endpoints/caller-text.ts";
 import { BatchWriter, isDataError, type WriteFailure } from "./batch-writer.ts";
 import type { TokenUsage } from "./provider-usage.ts";
 import type { CallOutcome } from "./request-log.ts";
@@ -243,13 +243,13 @@ function classify(err: unknown): WriteFailure {
 const emptyTranscript: Transcript = { messages: null, system: null, instructions: null, input: null };
 
 function transcriptEndpoint(endpoint: string): TranscriptEndpoint | undefined {
-  return endpoint === "messages" || endpoint === "responses" || endpoint === "embeddings" || endpoint === "images" ? endpoint : undefined;
+  return endpoint === "messages" || endpoint === "responses" || endpoint === "chat" || endpoint === "embeddings" || endpoint === "images" ? endpoint : undefined;
 }
 
 function outputOf(output: TrafficCapture["output"]): string | null {
   if (output === undefined) return null;
   if ("answer" in output) {
-    const parts = outputTextOf(output.answer);
+    const parts = answerText(output.answer);
     return parts.length === 0 ? null : capText(parts.join("\n"));
   }
   return output.total === 0 && output.kept === "" ? null : capText(output.kept, MAX_ROW_TEXT_CHARS, output.total);

@@ -26,7 +26,7 @@ export interface Transcript {
   input: string | null;
 }
 
-export type TranscriptEndpoint = "messages" | "responses" | "embeddings" | "images";
+export type TranscriptEndpoint = "messages" | "responses" | "chat" | "embeddings" | "images";
 
 /** `text`, cut to `max` characters (never inside a surrogate pair) with a marker that says so. */
 export function capText(text: string, max = MAX_ROW_TEXT_CHARS, total = text.length): string {
@@ -151,6 +151,18 @@ function lastUserText(messages: TranscriptMessage[]): string | null {
   return null;
 }
 
+/** Content as a list of parts: none for null or "". */
+function contentParts(content: Json): Json[] {
+  if (Array.isArray(content)) return content;
+  return content === undefined || content === null || content === "" ? [] : [content];
+}
+
+/** A chat completions tool call as a block that blockText writes as "[function_call: name]". */
+function chatToolCall(call: Json): Json {
+  const fn = isRecord(call) && isRecord(call.function) ? call.function : undefined;
+  return { type: "function_call", name: typeof fn?.name === "string" ? fn.name : "" };
+}
+
 /** The transcript of a request body of `endpoint` (a parsed JSON object). */
 export function transcriptOf(body: Record<string, Json>, endpoint: TranscriptEndpoint): Transcript {
   switch (endpoint) {
@@ -174,6 +186,22 @@ export function transcriptOf(body: Record<string, Json>, endpoint: TranscriptEnd
       }
       const messages = list.done();
       return { messages, system: null, instructions: textOf(body.instructions), input: lastUserText(messages) };
+    }
+    case "chat": {
+      // System and developer messages are the row's system prompt; an assistant's tool calls are
+      // kept as text after its content, as the other formats' calls are.
+      const list = new MessageList();
+      const system = new CappedText(MAX_ROW_TEXT_CHARS);
+      if (Array.isArray(body.messages)) {
+        for (const m of body.messages) {
+          if (!isRecord(m)) continue;
+          if (m.role === "system" || m.role === "developer") contentText(m.content, system);
+          else if (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) list.add(m.role, [...contentParts(m.content), ...m.tool_calls.map(chatToolCall)]);
+          else list.add(m.role, m.content);
+        }
+      }
+      const messages = list.done();
+      return { messages, system: system.empty ? null : system.text(), instructions: null, input: lastUserText(messages) };
     }
     case "embeddings": {
       const input = body.input;

@@ -1,6 +1,7 @@
 /** Anthropic Messages API wire shapes, typed against the official SDK. */
 import type Anthropic from "@anthropic-ai/sdk";
 import { FAKE_EPOCH_ISO, splitText } from "./common.ts";
+import type { ToolCall } from "./tools.ts";
 
 export interface AnthropicErrorBody {
   type: "error";
@@ -41,7 +42,10 @@ export interface MessageSeed {
   /** Hex digest of the request. */
   hash: string;
   model: string;
+  /** The answer's text, when it makes no tool call. */
   text: string;
+  /** A tool_use block instead of text (stop_reason tool_use). */
+  call?: ToolCall;
   events: number;
   inputTokens: number;
   outputTokens: number;
@@ -66,6 +70,14 @@ function usage(inputTokens: number, outputTokens: number): Anthropic.Usage {
   };
 }
 
+function stopReason(seed: MessageSeed): Anthropic.StopReason {
+  return seed.call === undefined ? "end_turn" : "tool_use";
+}
+
+function toolUse(call: ToolCall, input: Record<string, unknown>): Anthropic.ToolUseBlock {
+  return { type: "tool_use", id: call.id, name: call.name, input, caller: { type: "direct" } };
+}
+
 function message(seed: MessageSeed, content: Anthropic.ContentBlock[], done: boolean): Anthropic.Message {
   return {
     id: messageId(seed),
@@ -73,7 +85,7 @@ function message(seed: MessageSeed, content: Anthropic.ContentBlock[], done: boo
     role: "assistant",
     model: seed.model,
     content,
-    stop_reason: done ? "end_turn" : null,
+    stop_reason: done ? stopReason(seed) : null,
     stop_sequence: null,
     stop_details: null,
     container: null,
@@ -83,28 +95,41 @@ function message(seed: MessageSeed, content: Anthropic.ContentBlock[], done: boo
   };
 }
 
-/** The non-streamed answer of POST /v1/messages. */
+/** The non-streamed answer of POST /v1/messages: one text block, or one tool_use block. */
 export function anthropicMessage(seed: MessageSeed): Anthropic.Message {
-  return message(seed, [{ type: "text", text: seed.text, citations: null }], true);
+  const block: Anthropic.ContentBlock = seed.call === undefined ? { type: "text", text: seed.text, citations: null } : toolUse(seed.call, seed.call.input);
+  return message(seed, [block], true);
+}
+
+/** The content_block_start and content_block_delta events of the one block. */
+function blockEvents(seed: MessageSeed): Anthropic.RawMessageStreamEvent[] {
+  const call = seed.call;
+  if (call === undefined) {
+    return [
+      { type: "content_block_start", index: 0, content_block: { type: "text", text: "", citations: null } },
+      ...splitText(seed.text, seed.events).map((text): Anthropic.RawMessageStreamEvent => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })),
+    ];
+  }
+  return [
+    { type: "content_block_start", index: 0, content_block: toolUse(call, {}) },
+    ...splitText(JSON.stringify(call.input), seed.events).map(
+      (partial_json): Anthropic.RawMessageStreamEvent => ({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json } }),
+    ),
+  ];
 }
 
 /**
- * The streamed answer: message_start, content_block_start, content_block_delta × events,
- * content_block_stop, message_delta (with the final usage), message_stop.
+ * The streamed answer: message_start, content_block_start, content_block_delta × events (text_delta,
+ * or input_json_delta pieces of the tool call's input), content_block_stop, message_delta (with the
+ * final usage), message_stop.
  */
 export function anthropicStreamEvents(seed: MessageSeed): Anthropic.RawMessageStreamEvent[] {
-  const events: Anthropic.RawMessageStreamEvent[] = [
-    { type: "message_start", message: message(seed, [], false) },
-    { type: "content_block_start", index: 0, content_block: { type: "text", text: "", citations: null } },
-  ];
-  for (const piece of splitText(seed.text, seed.events)) {
-    events.push({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } });
-  }
+  const events: Anthropic.RawMessageStreamEvent[] = [{ type: "message_start", message: message(seed, [], false) }, ...blockEvents(seed)];
   events.push(
     { type: "content_block_stop", index: 0 },
     {
       type: "message_delta",
-      delta: { stop_reason: "end_turn", stop_sequence: null, stop_details: null, container: null },
+      delta: { stop_reason: stopReason(seed), stop_sequence: null, stop_details: null, container: null },
       usage: {
         input_tokens: seed.inputTokens,
         cache_creation_input_tokens: 0,

@@ -31,6 +31,26 @@ export function malformedSseEvent(type: string, data: unknown): string {
   return `event: ${type}\ndata: ${json.slice(0, Math.max(1, Math.floor(json.length / 2)))}\n\n`;
 }
 
+/** One frame of a stream as written, and the same frame with its JSON cut in half (what malformedSse sends). */
+export interface SseFrame {
+  text: string;
+  malformed: string;
+}
+
+/** `event: <type>\ndata: <json>\n\n`, as Anthropic and the Responses API frame their events. */
+export function namedFrame(type: string, data: unknown): SseFrame {
+  return { text: sseEvent(type, data), malformed: malformedSseEvent(type, data) };
+}
+
+/** `data: <json>\n\n` with no event name, as Chat Completions frames its chunks. */
+export function dataFrame(data: unknown): SseFrame {
+  const json = JSON.stringify(data);
+  return { text: `data: ${json}\n\n`, malformed: `data: ${json.slice(0, Math.max(1, Math.floor(json.length / 2)))}\n\n` };
+}
+
+/** The end of a Chat Completions stream. */
+export const DONE_FRAME: SseFrame = { text: "data: [DONE]\n\n", malformed: "data: [DO\n\n" };
+
 /** Splits text into `parts` pieces by code point, as evenly as possible; pieces are empty when parts > length. */
 export function splitText(text: string, parts: number): string[] {
   const chars = Array.from(text);
@@ -55,4 +75,15 @@ export function canonicalJson(value: unknown): string {
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A JSON value's type as OpenAI's "Invalid type" messages name it ("an array", "a string"...). */
+export function jsonTypeName(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  if (typeof value === "string") return "a string";
+  if (typeof value === "number") return Number.isInteger(value) ? "an integer" : "a decimal";
+  if (typeof value === "boolean") return "a boolean";
+  return typeof value;
 }

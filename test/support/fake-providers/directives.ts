@@ -18,13 +18,13 @@ export interface FakeDirectives {
   retryAfter?: number;
   /** Wait this long before sending response headers (also before an error or a hang-up). */
   delayMs?: number;
-  /** Text delta events in a stream; default 3. */
+  /** Text delta events in a stream (for a tool call: pieces of its arguments); default 3. */
   events?: number;
-  /** In a stream, destroy the socket after this many SSE events (all event types count). */
+  /** In a stream, destroy the socket after this many SSE events (all event types count; in chat completions every chunk and `data: [DONE]`). */
   cutAfter?: number;
   /** In a stream, after this many SSE events send nothing more and keep the socket open until close(). */
   stallAfter?: number;
-  /** In a stream, the second SSE event carries data that is not valid JSON. */
+  /** In a stream, the second SSE event (chat completions: the second chunk) carries data that is not valid JSON. */
   malformedSse?: boolean;
   /** Destroy the socket without answering. */
   hangUp?: boolean;
@@ -33,8 +33,10 @@ export interface FakeDirectives {
   /** Usage figures; default 11 / 7. */
   inputTokens?: number;
   outputTokens?: number;
-  /** The generated text; default `Hello from <kind>`. */
+  /** The generated text; default `Hello from <kind>` (see tools.ts for tool results and images). */
   text?: string;
+  /** The arguments of the tool call the fake makes when a request declares tools: JSON text of an object; default `{"city":"Paris"}`. */
+  toolArgs?: string;
 }
 
 /**
@@ -52,7 +54,7 @@ export type WireFault = "garbage" | "random" | "half-header" | "bad-header" | "b
 export const WIRE_FAULTS: readonly WireFault[] = ["garbage", "random", "half-header", "bad-header", "bad-status", "header-overflow", "bad-chunk"];
 
 type NumberKey = "status" | "retryAfter" | "delayMs" | "events" | "cutAfter" | "stallAfter" | "inputTokens" | "outputTokens";
-type StringKey = "message" | "errorType" | "errorCode" | "text";
+type StringKey = "message" | "errorType" | "errorCode" | "text" | "toolArgs";
 type BooleanKey = "malformedSse" | "hangUp";
 
 /** The canonical order in which fakeModel writes directives. */
@@ -72,6 +74,7 @@ const ORDER: ReadonlyArray<keyof FakeDirectives> = [
   "inputTokens",
   "outputTokens",
   "text",
+  "toolArgs",
 ];
 
 const NUMBER_KEYS: ReadonlySet<string> = new Set<NumberKey>([
@@ -84,7 +87,7 @@ const NUMBER_KEYS: ReadonlySet<string> = new Set<NumberKey>([
   "inputTokens",
   "outputTokens",
 ]);
-const STRING_KEYS: ReadonlySet<string> = new Set<StringKey>(["message", "errorType", "errorCode", "text"]);
+const STRING_KEYS: ReadonlySet<string> = new Set<StringKey>(["message", "errorType", "errorCode", "text", "toolArgs"]);
 const BOOLEAN_KEYS: ReadonlySet<string> = new Set<BooleanKey>(["malformedSse", "hangUp"]);
 
 /** Upper bounds, so that a typo cannot make a fake wait for a day or write a gigabyte. */
@@ -143,6 +146,7 @@ export function parseFakeModel(model: string): ParsedModel {
       if (numberKey === "status" && n < 400) return { ok: false, message: `Fake directive 'status' must be an error status (400 to 599).` };
       directives[numberKey] = n;
     } else if (STRING_KEYS.has(key)) {
+      if (key === "toolArgs" && !isJsonObjectText(value)) return { ok: false, message: `Fake directive 'toolArgs' needs the JSON text of an object, got '${value}'.` };
       directives[key as StringKey] = value;
     } else if (key === "wire") {
       const fault = WIRE_FAULTS.find((name) => name === value);
@@ -157,4 +161,13 @@ export function parseFakeModel(model: string): ParsedModel {
     }
   }
   return { ok: true, base, directives };
+}
+
+function isJsonObjectText(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
 }

@@ -1,6 +1,7 @@
 /** OpenAI wire shapes (Responses, Embeddings, Images, Models), typed against the official SDK. Azure serves the same. */
 import type OpenAI from "openai";
 import { digest, FAKE_EPOCH_SECONDS, splitText, TINY_PNG_BASE64 } from "./common.ts";
+import type { ToolCall } from "./tools.ts";
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
@@ -13,15 +14,21 @@ export function openaiErrorType(status: number): string {
   return "invalid_request_error";
 }
 
-export function openaiError(status: number, message: string, type?: string, code?: string | null): OpenAIErrorBody {
-  return { error: { message, type: type ?? openaiErrorType(status), param: null, code: code ?? null } };
+export function openaiError(status: number, message: string, type?: string, code?: string | null, param?: string | null): OpenAIErrorBody {
+  return { error: { message, type: type ?? openaiErrorType(status), param: param ?? null, code: code ?? null } };
 }
 
 export interface ResponseSeed {
   /** Hex digest of the request. */
   hash: string;
   model: string;
+  /** The answer's text, when it makes no tool call. */
   text: string;
+  /** A function_call output item instead of a message. */
+  call?: ToolCall;
+  /** The request's function tools and tool_choice, echoed as the API echoes them; default none and "auto". */
+  tools?: OpenAI.Responses.FunctionTool[];
+  toolChoice?: OpenAI.Responses.Response["tool_choice"];
   events: number;
   inputTokens: number;
   outputTokens: number;
@@ -43,10 +50,17 @@ export type WireResponseStreamEvent =
   | OpenAI.Responses.ResponseTextDeltaEvent
   | OpenAI.Responses.ResponseTextDoneEvent
   | OpenAI.Responses.ResponseContentPartDoneEvent
-  | OpenAI.Responses.ResponseOutputItemDoneEvent;
+  | OpenAI.Responses.ResponseOutputItemDoneEvent
+  | OpenAI.Responses.ResponseFunctionCallArgumentsDeltaEvent
+  | OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent;
 
 function ids(seed: ResponseSeed): { responseId: string; itemId: string } {
-  return { responseId: `resp_${seed.hash.slice(0, 48)}`, itemId: `msg_${digest("output-item", seed.hash).slice(0, 48)}` };
+  const prefix = seed.call === undefined ? "msg" : "fc";
+  return { responseId: `resp_${seed.hash.slice(0, 48)}`, itemId: `${prefix}_${digest("output-item", seed.hash).slice(0, 48)}` };
+}
+
+function functionCall(itemId: string, call: ToolCall, done: boolean): OpenAI.Responses.ResponseFunctionToolCall {
+  return { id: itemId, type: "function_call", status: done ? "completed" : "in_progress", arguments: done ? call.arguments : "", call_id: call.id, name: call.name };
 }
 
 function outputText(text: string): OpenAI.Responses.ResponseOutputText {
@@ -77,15 +91,15 @@ function response(seed: ResponseSeed, done: boolean): WireResponse {
     instructions: null,
     max_output_tokens: null,
     model: seed.model,
-    output: done ? [outputMessage(itemId, seed.text)] : [],
+    output: done ? [seed.call === undefined ? outputMessage(itemId, seed.text) : functionCall(itemId, seed.call, true)] : [],
     parallel_tool_calls: true,
     previous_response_id: null,
     reasoning: { effort: null, summary: null },
     service_tier: "default",
     temperature: 1,
     text: { format: { type: "text" } },
-    tool_choice: "auto",
-    tools: [],
+    tool_choice: seed.toolChoice ?? "auto",
+    tools: seed.tools ?? [],
     top_p: 1,
     truncation: "disabled",
     usage: done
@@ -111,8 +125,12 @@ export function openaiResponse(seed: ResponseSeed): WireResponse {
  * The streamed answer: response.created, response.in_progress, response.output_item.added,
  * response.content_part.added, response.output_text.delta × events, response.output_text.done,
  * response.content_part.done, response.output_item.done, response.completed. sequence_number counts from 0.
+ * A tool call: response.created, response.in_progress, response.output_item.added (the function_call,
+ * arguments ""), response.function_call_arguments.delta × events, response.function_call_arguments.done,
+ * response.output_item.done, response.completed.
  */
 export function openaiResponseStreamEvents(seed: ResponseSeed): WireResponseStreamEvent[] {
+  if (seed.call !== undefined) return functionCallStreamEvents(seed, seed.call);
   const { itemId } = ids(seed);
   const where = { item_id: itemId, output_index: 0, content_index: 0 };
   let sequence_number = 0;
@@ -129,6 +147,26 @@ export function openaiResponseStreamEvents(seed: ResponseSeed): WireResponseStre
     { type: "response.output_text.done", sequence_number: sequence_number++, ...where, text: seed.text, logprobs: [] },
     { type: "response.content_part.done", sequence_number: sequence_number++, ...where, part: outputText(seed.text) },
     { type: "response.output_item.done", sequence_number: sequence_number++, output_index: 0, item: outputMessage(itemId, seed.text) },
+    { type: "response.completed", sequence_number: sequence_number++, response: response(seed, true) },
+  );
+  return events;
+}
+
+function functionCallStreamEvents(seed: ResponseSeed, call: ToolCall): WireResponseStreamEvent[] {
+  const { itemId } = ids(seed);
+  const where = { item_id: itemId, output_index: 0 };
+  let sequence_number = 0;
+  const events: WireResponseStreamEvent[] = [
+    { type: "response.created", sequence_number: sequence_number++, response: response(seed, false) },
+    { type: "response.in_progress", sequence_number: sequence_number++, response: response(seed, false) },
+    { type: "response.output_item.added", sequence_number: sequence_number++, output_index: 0, item: functionCall(itemId, call, false) },
+  ];
+  for (const delta of splitText(call.arguments, seed.events)) {
+    events.push({ type: "response.function_call_arguments.delta", sequence_number: sequence_number++, ...where, delta });
+  }
+  events.push(
+    { type: "response.function_call_arguments.done", sequence_number: sequence_number++, ...where, arguments: call.arguments },
+    { type: "response.output_item.done", sequence_number: sequence_number++, output_index: 0, item: functionCall(itemId, call, true) },
     { type: "response.completed", sequence_number: sequence_number++, response: response(seed, true) },
   );
   return events;

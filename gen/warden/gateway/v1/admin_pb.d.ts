@@ -335,6 +335,43 @@ export declare type DeleteProviderResponse = Message<"warden.gateway.v1.DeletePr
 export declare const DeleteProviderResponseSchema: GenMessage<DeleteProviderResponse>;
 
 /**
+ * Where a routing rule sends a call: a provider, by name, and the model it is asked for.
+ *
+ * @generated from message warden.gateway.v1.RoutingTarget
+ */
+export declare type RoutingTarget = Message<"warden.gateway.v1.RoutingTarget"> & {
+  /**
+   * The provider, by name.
+   *
+   * @generated from field: string provider_name = 1;
+   */
+  providerName: string;
+
+  /**
+   * Sent upstream instead of the caller's model, when set.
+   *
+   * @generated from field: optional string upstream_model = 2;
+   */
+  upstreamModel?: string | undefined;
+
+  /**
+   * 0 to 1000. When no target of the rule has a weight, the targets are tried in their order (the
+   * later ones are fallbacks). When some have one, the first attempt is picked at random in
+   * proportion to the weights, among the targets weighted above 0; the others follow as fallbacks
+   * in their order (a target without a weight then counts as 0: a fallback only).
+   *
+   * @generated from field: optional int32 weight = 3;
+   */
+  weight?: number | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.RoutingTarget.
+ * Use `create(RoutingTargetSchema)` to create a new message.
+ */
+export declare const RoutingTargetSchema: GenMessage<RoutingTarget>;
+
+/**
  * @generated from message warden.gateway.v1.RoutingRule
  */
 export declare type RoutingRule = Message<"warden.gateway.v1.RoutingRule"> & {
@@ -358,18 +395,25 @@ export declare type RoutingRule = Message<"warden.gateway.v1.RoutingRule"> & {
   models: string[];
 
   /**
-   * The target provider, by name.
+   * The first target's provider (targets[0]), by name.
    *
    * @generated from field: string provider_name = 4;
    */
   providerName: string;
 
   /**
-   * Sent upstream instead of the caller's model, when set.
+   * The first target's upstream model (targets[0]).
    *
    * @generated from field: optional string upstream_model = 5;
    */
   upstreamModel?: string | undefined;
+
+  /**
+   * 1 to 8: fallbacks in their order, or load balancing by weight (see RoutingTarget.weight).
+   *
+   * @generated from field: repeated warden.gateway.v1.RoutingTarget targets = 8;
+   */
+  targets: RoutingTarget[];
 
   /**
    * @generated from field: google.protobuf.Timestamp date_created = 6;
@@ -403,6 +447,8 @@ export declare type CreateRoutingRuleRequest = Message<"warden.gateway.v1.Create
   models: string[];
 
   /**
+   * A rule with one target: its provider. Either this (with upstream_model) or targets.
+   *
    * @generated from field: string provider_name = 3;
    */
   providerName: string;
@@ -411,6 +457,13 @@ export declare type CreateRoutingRuleRequest = Message<"warden.gateway.v1.Create
    * @generated from field: optional string upstream_model = 4;
    */
   upstreamModel?: string | undefined;
+
+  /**
+   * 1 to 8 targets. Either this or provider_name.
+   *
+   * @generated from field: repeated warden.gateway.v1.RoutingTarget targets = 5;
+   */
+  targets: RoutingTarget[];
 };
 
 /**
@@ -483,6 +536,8 @@ export declare type UpdateRoutingRuleRequest = Message<"warden.gateway.v1.Update
   models: string[];
 
   /**
+   * The first target's provider and upstream model; the other targets stay. Not with targets.
+   *
    * @generated from field: optional string provider_name = 4;
    */
   providerName?: string | undefined;
@@ -491,6 +546,13 @@ export declare type UpdateRoutingRuleRequest = Message<"warden.gateway.v1.Update
    * @generated from field: optional string upstream_model = 5;
    */
   upstreamModel?: string | undefined;
+
+  /**
+   * Replaces every target (1 to 8). Not with provider_name or upstream_model.
+   *
+   * @generated from field: repeated warden.gateway.v1.RoutingTarget targets = 7;
+   */
+  targets: RoutingTarget[];
 
   /**
    * Over REST, the keys present in the body.
@@ -1921,6 +1983,14 @@ export enum ProviderKind {
    * @generated from enum value: PROVIDER_KIND_AZURE_OPENAI = 3;
    */
   AZURE_OPENAI = 3,
+
+  /**
+   * A server that speaks OpenAI chat completions only (vLLM, Ollama, TGI). Its base URL is taken
+   * with or without its /v1 path, as OpenAI's is.
+   *
+   * @generated from enum value: PROVIDER_KIND_OPENAI_COMPATIBLE = 4;
+   */
+  OPENAI_COMPATIBLE = 4,
 }
 
 /**

@@ -1,0 +1,59 @@
+import { chatStreamError } from "../formats/chat.ts";
+import type { FormatName, StreamReader, StreamWriter } from "../formats/format.ts";
+import { nextSequenceNumber, streamErrorEvent, type SseEvent } from "../providers/sse.ts";
+import type { StreamMeter } from "../usage/stream-meter.ts";
+
+/** What goes to a streaming caller: whole events as they are made, and the error event that ends a broken stream. */
+export interface OutgoingStream {
+  pieces: AsyncIterable<Buffer | string>;
+  /** The caller's format's in-stream error event, for a failure after the first piece. */
+  errorEvent(message: string): Buffer | string;
+}
+
+/** The provider's events as they came: the caller and the provider speak the same format. */
+export function passedStream(events: AsyncIterable<SseEvent>, format: FormatName, meter: StreamMeter): OutgoingStream {
+  let last: SseEvent | undefined;
+  return {
+    pieces: (async function* () {
+      for await (const event of events) {
+        meter.observe(event);
+        last = event;
+        yield event.raw;
+      }
+    })(),
+    errorEvent(message) {
+      if (format === "chat") return chatStreamError(message);
+      return format === "messages" ? streamErrorEvent("messages", message) : streamErrorEvent("responses", message, nextSequenceNumber(last));
+    },
+  };
+}
+
+/**
+ * The provider's events read into canonical ones and written in the caller's format, event by
+ * event: nothing is held back but what the caller's format itself delays (a writer emits an event
+ * once it can be whole).
+ */
+export function translatedStream(events: AsyncIterable<SseEvent>, reader: StreamReader, writer: StreamWriter, meter: StreamMeter): OutgoingStream {
+  return {
+    pieces: (async function* () {
+      for await (const event of events) {
+        for (const canonical of reader.read(event)) {
+          meter.observeCanonical(canonical);
+          const written = writer.write(canonical);
+          if (written !== "") yield written;
+        }
+      }
+      for (const canonical of reader.end()) {
+        meter.observeCanonical(canonical);
+        const written = writer.write(canonical);
+        if (written !== "") yield written;
+      }
+    })(),
+    errorEvent: (message) => writer.error(message),
+  };
+}
+
+/** Unix seconds, for answers whose format carries a creation time the provider's does not. */
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}

@@ -1,0 +1,83 @@
+/**
+ * The caller's text in each endpoint's request, and the text of an answer: what guardrails read
+ * and usage limits count. Every piece of caller text — the system prompt or instructions, message
+ * and content-block text, and tool results. Images, audio and files are not text, and are left out.
+ */
+
+type Json = unknown;
+
+const isRecord = (value: Json): value is Record<string, Json> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A Messages API request (Anthropic style). */
+export function messagesText(body: Record<string, Json>): string[] {
+  const parts: string[] = [];
+  collectBlocks(body.system, parts);
+  if (Array.isArray(body.messages)) {
+    for (const message of body.messages) if (isRecord(message)) collectBlocks(message.content, parts);
+  }
+  return parts;
+}
+
+/** A Responses API request (OpenAI style). */
+export function responsesText(body: Record<string, Json>): string[] {
+  const parts: string[] = [];
+  if (typeof body.instructions === "string") parts.push(body.instructions);
+  collectBlocks(body.input, parts);
+  return parts;
+}
+
+/** A Chat Completions request: every message's content, system and tool messages included. */
+export function chatText(body: Record<string, Json>): string[] {
+  const parts: string[] = [];
+  collectBlocks(body.messages, parts);
+  return parts;
+}
+
+/** The prompt of an image generation request. */
+export function imagesText(body: Record<string, Json>): string[] {
+  return typeof body.prompt === "string" ? [body.prompt] : [];
+}
+
+/** The texts of an embeddings request (token arrays are not text). */
+export function embeddingsText(body: Record<string, Json>): string[] {
+  const input = body.input;
+  if (typeof input === "string") return [input];
+  return Array.isArray(input) ? input.filter((item): item is string => typeof item === "string") : [];
+}
+
+/** The text of an answer already parsed: Messages content blocks, Responses output items, or chat choices. */
+export function answerText(parsed: Json): string[] {
+  if (!isRecord(parsed)) return [];
+  const parts: string[] = [];
+  collectBlocks(parsed.content, parts);
+  collectBlocks(parsed.output, parts);
+  if (Array.isArray(parsed.choices)) {
+    for (const choice of parsed.choices) if (isRecord(choice) && isRecord(choice.message)) collectBlocks(choice.message.content, parts);
+  }
+  return parts;
+}
+
+/**
+ * Text blocks wherever they sit: a plain string; `text` of text blocks (text, input_text,
+ * output_text); tool results (`content` of tool_result blocks and chat tool messages, `output` of
+ * function-call outputs); and items that carry `content` of their own, such as Responses input
+ * messages.
+ *
+ * Walked with a stack of its own, in document order: a caller can nest content a million deep in
+ * a 32 MiB body, which would overflow the call stack of a recursive walk.
+ */
+function collectBlocks(value: Json, parts: string[]): void {
+  const pending: Json[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === "string") {
+      parts.push(item);
+    } else if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) pending.push(item[i]);
+    } else if (isRecord(item)) {
+      if (typeof item.text === "string") parts.push(item.text);
+      if (typeof item.output === "string") parts.push(item.output);
+      if ("content" in item) pending.push(item.content);
+    }
+  }
+}

@@ -1,0 +1,155 @@
+import type { Family, ProviderKind } from "../config/types.ts";
+import type { EndpointStyle } from "../dataplane/errors.ts";
+import type { FormatName } from "../formats/format.ts";
+import type { TranscriptEndpoint } from "../usage/transcript.ts";
+import { answerText, chatText, embeddingsText, imagesText, messagesText, responsesText } from "./caller-text.ts";
+
+/**
+ * Everything the gateway knows of one client endpoint, in one place: where it is, how its errors
+ * look, where its caller text and output maximum are, and what each provider kind is sent for it
+ * (its own format, or another one it is translated to). The pipeline's steps are the same for
+ * every endpoint; they read what differs from here.
+ */
+
+export type EndpointName = "messages" | "responses" | "chat" | "embeddings" | "images";
+
+/** What a provider of some kind is sent for a call: the path below its base URL, and the format. */
+export interface ProviderTarget {
+  /** Below the base URL (Azure's `/openai` is added by the upstream). */
+  path: string;
+  /** The format the provider speaks here; a translated call is read from and written to it. */
+  format: FormatName | null;
+}
+
+export interface EndpointSpec {
+  name: EndpointName;
+  /** Below /v1 of the gateway, and of a family prefix. */
+  path: string;
+  /** The family whose prefix (/anthropic, /openai) also serves it. */
+  family: Family;
+  /** How its errors look. */
+  style: EndpointStyle;
+  /** The client format, for the endpoints that translate: null for embeddings and images. */
+  format: FormatName | null;
+  /** Whether guardrails read its input and output. */
+  guardrails: boolean;
+  /** The body fields that carry caller text (a large body's summary stands in for them). */
+  textFields: readonly string[];
+  /** The caller text of a parsed request body. */
+  inputText(body: Record<string, unknown>): string[];
+  /** The request's own output maximum, or undefined when it sets none (embeddings write none: 0). */
+  outputMaximum(body: Record<string, unknown>): number | undefined;
+  /** The text of a non-streamed answer, parsed. */
+  outputText(answer: unknown): string[];
+  transcript: TranscriptEndpoint;
+  /** What a provider of this kind is sent; undefined when no such provider can serve the endpoint. */
+  target(kind: ProviderKind): ProviderTarget | undefined;
+}
+
+/** The formats each provider kind speaks, its preferred one first (what another format is translated to). */
+const nativeFormats: Record<ProviderKind, readonly FormatName[]> = {
+  anthropic: ["messages"],
+  openai: ["responses", "chat"],
+  azure_openai: ["responses", "chat"],
+  openai_compatible: ["chat"],
+};
+
+const formatPaths: Record<FormatName, string> = {
+  messages: "/v1/messages",
+  responses: "/v1/responses",
+  chat: "/v1/chat/completions",
+};
+
+/** A client format reaches every kind: natively when the kind speaks it, else translated to the kind's own. */
+function conversational(format: FormatName) {
+  return (kind: ProviderKind): ProviderTarget => {
+    const formats = nativeFormats[kind];
+    const spoken = formats.includes(format) ? format : formats[0]!;
+    return { path: formatPaths[spoken], format: spoken };
+  };
+}
+
+/** Only these kinds serve it, at this path, as it is. */
+function passThrough(path: string, kinds: readonly ProviderKind[]) {
+  return (kind: ProviderKind): ProviderTarget | undefined => (kinds.includes(kind) ? { path, format: null } : undefined);
+}
+
+/** A positive integer maximum, clamped by the caller of outputMaximum; anything else is none. */
+const maximum = (value: unknown): number | undefined => (typeof value === "number" && Number.isInteger(value) && value > 0 ? value : undefined);
+
+export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
+  messages: {
+    name: "messages",
+    path: "/v1/messages",
+    family: "messages",
+    style: "messages",
+    format: "messages",
+    guardrails: true,
+    textFields: ["system", "messages"],
+    inputText: messagesText,
+    outputMaximum: (body) => maximum(body.max_tokens),
+    outputText: answerText,
+    transcript: "messages",
+    target: conversational("messages"),
+  },
+  responses: {
+    name: "responses",
+    path: "/v1/responses",
+    family: "responses",
+    style: "responses",
+    format: "responses",
+    guardrails: true,
+    textFields: ["instructions", "input"],
+    inputText: responsesText,
+    outputMaximum: (body) => maximum(body.max_output_tokens),
+    outputText: answerText,
+    transcript: "responses",
+    target: conversational("responses"),
+  },
+  chat: {
+    name: "chat",
+    path: "/v1/chat/completions",
+    family: "responses",
+    style: "responses",
+    format: "chat",
+    guardrails: true,
+    textFields: ["messages"],
+    inputText: chatText,
+    // max_tokens is deprecated in favour of max_completion_tokens; OpenAI refuses both at once.
+    outputMaximum: (body) => maximum(body.max_completion_tokens) ?? maximum(body.max_tokens),
+    outputText: answerText,
+    transcript: "chat",
+    target: conversational("chat"),
+  },
+  embeddings: {
+    name: "embeddings",
+    path: "/v1/embeddings",
+    family: "responses",
+    style: "responses",
+    format: null,
+    guardrails: false,
+    textFields: ["input"],
+    inputText: embeddingsText,
+    outputMaximum: () => 0,
+    outputText: () => [],
+    transcript: "embeddings",
+    target: passThrough("/v1/embeddings", ["openai", "azure_openai", "openai_compatible"]),
+  },
+  images: {
+    name: "images",
+    path: "/v1/images/generations",
+    family: "responses",
+    style: "images",
+    format: null,
+    guardrails: true,
+    textFields: ["prompt"],
+    inputText: imagesText,
+    outputMaximum: () => undefined,
+    outputText: answerText,
+    transcript: "images",
+    target: passThrough("/v1/images/generations", ["openai", "azure_openai"]),
+  },
+};
+
+/** The endpoint a request path names, below /v1 (its family prefix already taken off). */
+export const endpointByPath: ReadonlyMap<string, EndpointSpec> = new Map(Object.values(endpointSpecs).map((spec) => [spec.path, spec]));
