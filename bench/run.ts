@@ -1,5 +1,5 @@
 /**
- * Six sections, in one run (see docs/performance.md):
+ * Seven sections, in one run (see docs/performance.md):
  *
  * 1. REST /v1 (the facade) against a direct Connect call, for the same operations. Warden runs in
  *    this process over a database of its own.
@@ -12,12 +12,16 @@
  *    none, through the same gateway process (bench/gateway/traffic.ts; BENCH_ONLY=gateway-traffic).
  * 6. Tests evaluated: ten monitoring tests over a window of 1,000,000 rows and of 10,000
  *    (bench/evaluation.ts; BENCH_ONLY=evaluation).
+ * 7. What translation costs the gateway: chat completions, and an Anthropic messages client calling an
+ *    OpenAI-style provider (plain and streamed), side by side with pass-through and the bare proxy,
+ *    and the CPU of translation per call in process (bench/gateway/translation.ts;
+ *    BENCH_ONLY=gateway-translation).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
  * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
  * number of requests (and the evaluation section's large window); BENCH_ONLY=rest, gateway, gateway-costs,
- * ingest, gateway-traffic or evaluation runs one section.
+ * ingest, gateway-traffic, evaluation or gateway-translation runs one section.
  */
 import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
 import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";
@@ -25,6 +29,7 @@ import { connectClient, restClient, type ConnectClient, type RestClient } from "
 import { runGatewayCostsBench } from "./gateway/costs.ts";
 import { runGatewayBench } from "./gateway/run.ts";
 import { runGatewayTrafficBench } from "./gateway/traffic.ts";
+import { runGatewayTranslationBench } from "./gateway/translation.ts";
 import { runEvaluationBench } from "./evaluation.ts";
 import { runIngestBench } from "./ingest.ts";
 import { burst, concurrentThroughput, latencyStats, sequentialLatencies, type Door } from "./measure.ts";
@@ -35,7 +40,7 @@ const scale = Number(process.env.BENCH_SCALE ?? "1");
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
 const count = (n: number): number => Math.max(1, Math.round(n * scale));
 const only = process.env.BENCH_ONLY ?? "";
-const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic", "evaluation"];
+const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic", "evaluation", "gateway-translation"];
 if (only !== "" && !sections.includes(only)) throw new Error(`BENCH_ONLY must be one of ${sections.map((s) => `"${s}"`).join(", ")}, got "${only}"`);
 
 const seedProjects = 100;
@@ -225,6 +230,7 @@ async function main(): Promise<void> {
   if (runs("ingest")) report(await runIngestBench({ scale, log }));
   if (runs("gateway-traffic")) report(await runGatewayTrafficBench({ scale, log }));
   if (runs("evaluation")) report(await runEvaluationBench({ scale, log }));
+  if (runs("gateway-translation")) report(await runGatewayTranslationBench({ scale, log }));
 }
 
 await main();

@@ -51,6 +51,8 @@ function errorBody(style: Style, status: number, message: string): unknown {
 const CALLS: readonly { path: string; style: Style }[] = [
   { path: "/v1/messages", style: "messages" },
   { path: "/anthropic/v1/messages", style: "messages" },
+  { path: "/v1/messages/count_tokens", style: "messages" },
+  { path: "/anthropic/v1/messages/count_tokens", style: "messages" },
   { path: "/v1/responses", style: "responses" },
   { path: "/openai/v1/responses", style: "responses" },
   { path: "/v1/chat/completions", style: "responses" },
@@ -293,7 +295,7 @@ describe("paths and methods", () => {
     ["/openai/v1", "responses"],
     ["/azure/v1/responses", "responses"],
     ["/v1/messages/", "messages"],
-    ["/v1/messages/count_tokens", "messages"],
+    ["/v1/messages/count_tokens/", "messages"],
     ["/v1/messages/batches", "messages"],
     ["/v2/messages", "messages"],
     ["/openai/v1/messages", "messages"],

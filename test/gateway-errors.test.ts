@@ -64,17 +64,18 @@ function typeFor(status: number): string {
   throw new Error(`the spec's table has no type for ${status}`);
 }
 
-type Endpoint = "messages" | "responses" | "embeddings" | "images";
+type Endpoint = "messages" | "responses" | "chat" | "embeddings" | "images";
 type Style = "messages" | "responses" | "images";
 
 const PATHS: Record<Endpoint, string> = {
   messages: "/v1/messages",
   responses: "/v1/responses",
+  chat: "/v1/chat/completions",
   embeddings: "/v1/embeddings",
   images: "/v1/images/generations",
 };
-const STYLES: Record<Endpoint, Style> = { messages: "messages", responses: "responses", embeddings: "responses", images: "images" };
-const ENDPOINTS: readonly Endpoint[] = ["messages", "responses", "embeddings", "images"];
+const STYLES: Record<Endpoint, Style> = { messages: "messages", responses: "responses", chat: "responses", embeddings: "responses", images: "images" };
+const ENDPOINTS: readonly Endpoint[] = ["messages", "responses", "chat", "embeddings", "images"];
 
 /** A well-formed request body for the endpoint. */
 function bodyFor(endpoint: Endpoint, model: string | undefined, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -84,6 +85,8 @@ function bodyFor(endpoint: Endpoint, model: string | undefined, extra: Record<st
       return { ...named, max_tokens: 16, messages: [{ role: "user", content: "Hi" }], ...extra };
     case "responses":
       return { ...named, input: "Hi", ...extra };
+    case "chat":
+      return { ...named, messages: [{ role: "user", content: "Hi" }], ...extra };
     case "embeddings":
       return { ...named, input: "Hi", ...extra };
     case "images":
@@ -835,7 +838,7 @@ async function readAll(url: string, init: RequestInit): Promise<StreamRead & { b
   return { status: res.status, contentType: res.headers.get("content-type"), text: text + decoder.decode(), broken };
 }
 
-function streamThroughGateway(endpoint: "messages" | "responses", body: unknown): Promise<StreamRead & { broken: boolean }> {
+function streamThroughGateway(endpoint: "messages" | "responses" | "chat", body: unknown): Promise<StreamRead & { broken: boolean }> {
   return readAll(t.gatewayUrl + PATHS[endpoint], {
     method: "POST",
     headers: { authorization: `Bearer ${g.key}`, "content-type": "application/json" },
@@ -844,7 +847,7 @@ function streamThroughGateway(endpoint: "messages" | "responses", body: unknown)
 }
 
 /** The same bytes straight to the fake provider, which answers the same request with the same events. */
-function streamDirect(fake: FakeProvider, endpoint: "messages" | "responses", body: unknown): Promise<StreamRead & { broken: boolean }> {
+function streamDirect(fake: FakeProvider, endpoint: "messages" | "responses" | "chat", body: unknown): Promise<StreamRead & { broken: boolean }> {
   const auth: Record<string, string> =
     fake.kind === "anthropic" ? { "x-api-key": fake.apiKey, "anthropic-version": "2023-06-01" } : { authorization: `Bearer ${fake.apiKey}` };
   return readAll(fake.url + PATHS[endpoint], { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -966,6 +969,39 @@ describe("streaming", () => {
       error: { type: "error", code: null, message: DROPPED, param: null, sequence_number: 4 },
       message: DROPPED,
     });
+  });
+
+  it("chat completions: a cut after N chunks gives the N chunks, then an error chunk that the SDK raises", async () => {
+    const body = bodyFor("chat", fakeModel("gpt-test", { cutAfter: 2 }), { stream: true });
+    const direct = await streamDirect(g.openai, "chat", body);
+    expect(direct.broken).toBe(true);
+    expect(direct.text.split("\n\n").filter(Boolean)).toHaveLength(2);
+
+    const through = await streamThroughGateway("chat", body);
+    expect({ status: through.status, contentType: through.contentType, broken: through.broken }).toEqual({
+      status: 200,
+      contentType: "text/event-stream; charset=utf-8",
+      broken: false,
+    });
+    const errorChunk = { error: { message: DROPPED, type: "api_error", param: null, code: null } };
+    expect(through.text).toBe(`${direct.text}data: ${JSON.stringify(errorChunk)}\n\n`);
+
+    const err = await thrown(async () => {
+      const stream = await openaiSdk().chat.completions.create(body as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming);
+      for await (const chunk of stream) void chunk;
+    });
+    if (!(err instanceof OpenAI.APIError)) throw err;
+    expect({ status: err.status, error: err.error, message: err.message }).toEqual({ status: undefined, error: errorChunk.error, message: DROPPED });
+  });
+
+  it("a translated stream cut mid-way ends with the caller's own error event", async () => {
+    // An Anthropic client, a model routed to the OpenAI provider: its events arrive as Anthropic's.
+    const body = bodyFor("messages", fakeModel("gpt-test", { cutAfter: 5 }), { stream: true });
+    const through = await streamThroughGateway("messages", body);
+    expect({ status: through.status, broken: through.broken }).toEqual({ status: 200, broken: false });
+    const names = parseEvents(through.text).map((e) => e.name);
+    expect(names).toEqual(["message_start", "content_block_start", "content_block_delta", "error"]);
+    expect(through.text.endsWith(messagesErrorEvent(DROPPED))).toBe(true);
   });
 
   it("a provider that stalls mid-stream, past its bodyTimeoutMs: the stream ends with the error event", async () => {

@@ -113,6 +113,15 @@ describe("a call moves to the next target", () => {
     ]);
   });
 
+  it("a stream that breaks before its first event moves on too: nothing had reached the caller", async () => {
+    await route("fallback-stream-early", [{ provider: "primary", upstream: fakeModel("gpt-j", { cutAfter: 0 }) }, { provider: "backup", upstream: "gpt-ok" }]);
+    const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: key, maxRetries: 0 });
+    const final = await openai.responses.stream({ model: "fallback-stream-early", input: "Hi" }).finalResponse();
+    expect(final.output_text).toBe("Hello from openai");
+    expect(final.model).toBe("gpt-ok");
+    expect([primary.requests.length, backup.requests.length]).toEqual([1, 1]);
+  });
+
   it("never after the first byte: a stream cut mid-way ends with the error event, and the backup is not called", async () => {
     await route("fallback-stream", [{ provider: "primary", upstream: fakeModel("gpt-h", { cutAfter: 3 }) }, { provider: "backup", upstream: "gpt-ok" }]);
     const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: key, maxRetries: 0 });

@@ -125,3 +125,28 @@ describe("every client format to every provider kind", () => {
     expect(fake.requests.map((r) => r.path)).toEqual([target.paths[client], target.paths[client]]);
   });
 });
+
+describe("count_tokens", () => {
+  const request = { model: "", system: "Be brief.", messages: [{ role: "user" as const, content: "Hello, world!" }] };
+
+  it("passes through to an Anthropic provider", async () => {
+    const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
+    g.anthropic.reset();
+    expect(await anthropic.messages.countTokens({ ...request, model: "claude-count" })).toEqual({ input_tokens: 11 });
+    expect(g.anthropic.requests.map((r) => [r.path, r.body])).toEqual([["/v1/messages/count_tokens", { ...request, model: "claude-count" }]]);
+  });
+
+  it("is estimated for the other kinds, which have no such endpoint: about four characters a token", async () => {
+    const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
+    g.openai.reset();
+    local.reset();
+    // "Be brief." and "Hello, world!": 22 characters, so 6 tokens.
+    expect(await anthropic.messages.countTokens({ ...request, model: "gpt-count" })).toEqual({ input_tokens: 6 });
+    expect(await anthropic.messages.countTokens({ ...request, model: "local-count" })).toEqual({ input_tokens: 6 });
+    // With tools, their JSON counts too: 22 + 101 characters, so 31 tokens.
+    const tools = [{ name: "get_weather", description: "The weather", input_schema: { type: "object" as const, properties: {} } }];
+    expect(JSON.stringify(tools)).toHaveLength(101);
+    expect(await anthropic.messages.countTokens({ ...request, model: "gpt-count", tools })).toEqual({ input_tokens: 31 });
+    expect([g.openai.requests.length, local.requests.length]).toEqual([0, 0]);
+  });
+});

@@ -10,24 +10,33 @@
  * - `"stream": true` and model `bench-hold`: the first event, then nothing until the bench sends
  *   {type: "release"} over IPC; then the other 19 events and the end, for every held stream.
  *
+ * POST /v1/chat/completions answers in OpenAI's Chat Completions format, the same way: a
+ * chat.completion, or a chat.completion.chunk stream (16 events with `stream_options.include_usage`,
+ * 15 without, ending with `data: [DONE]`), one event-loop turn apart.
+ *
  * It does not check the provider key. It tells the bench its port with {type: "ready", port}.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import "./gc-hook.ts";
 import { isToChild, tell } from "./ipc.ts";
-import { completeAnswer, holdModel, streamAnswer } from "./payloads.ts";
+import { chatCompleteAnswer, chatStreamAnswer, completeAnswer, holdModel, streamAnswer } from "./payloads.ts";
 
 interface Answers {
   complete: Buffer;
   stream: Buffer[];
 }
+type Api = "responses" | "chat" | "chat-usage";
 const answers = new Map<string, Answers>();
-function answersFor(model: string): Answers {
-  let found = answers.get(model);
+function answersFor(model: string, api: Api): Answers {
+  const key = `${api} ${model}`;
+  let found = answers.get(key);
   if (!found) {
-    found = { complete: completeAnswer(model), stream: streamAnswer(model) };
-    answers.set(model, found);
+    found =
+      api === "responses"
+        ? { complete: completeAnswer(model), stream: streamAnswer(model) }
+        : { complete: chatCompleteAnswer(model), stream: chatStreamAnswer(model, api === "chat-usage") };
+    answers.set(key, found);
   }
   return found;
 }
@@ -45,16 +54,17 @@ function writeFrom(res: http.ServerResponse, events: Buffer[], index: number): v
   setImmediate(writeFrom, res, events, index + 1);
 }
 
-function answer(res: http.ServerResponse, raw: Buffer): void {
-  let body: { model?: unknown; stream?: unknown };
+function answer(res: http.ServerResponse, raw: Buffer, chat: boolean): void {
+  let body: { model?: unknown; stream?: unknown; stream_options?: { include_usage?: unknown } };
   try {
-    body = JSON.parse(raw.toString("utf8")) as { model?: unknown; stream?: unknown };
+    body = JSON.parse(raw.toString("utf8")) as typeof body;
   } catch {
     res.writeHead(400, { "content-type": "application/json" }).end('{"error":{"message":"bad JSON","type":"invalid_request_error","param":null,"code":null}}');
     return;
   }
   const model = typeof body.model === "string" ? body.model : "unknown";
-  const { complete, stream } = answersFor(model);
+  const api: Api = !chat ? "responses" : body.stream_options?.include_usage === true ? "chat-usage" : "chat";
+  const { complete, stream } = answersFor(model, api);
   if (body.stream !== true) {
     res.writeHead(200, { "content-type": "application/json", "content-length": complete.length });
     res.end(complete);
@@ -72,13 +82,14 @@ function answer(res: http.ServerResponse, raw: Buffer): void {
 }
 
 const server = http.createServer((req, res) => {
-  if (req.method !== "POST" || req.url !== "/v1/responses") {
+  const chat = req.url === "/v1/chat/completions";
+  if (req.method !== "POST" || (req.url !== "/v1/responses" && !chat)) {
     res.writeHead(404, { "content-type": "application/json" }).end('{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}');
     return;
   }
   const chunks: Buffer[] = [];
   req.on("data", (chunk: Buffer) => chunks.push(chunk));
-  req.on("end", () => answer(res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+  req.on("end", () => answer(res, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), chat));
 });
 server.keepAliveTimeout = 65_000;
 

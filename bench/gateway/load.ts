@@ -15,6 +15,8 @@ export interface Target {
   origin: string;
   /** Sent with every request: content-type and the variant's own authorization. */
   headers: Record<string, string>;
+  /** The endpoint called; default POST /v1/responses. */
+  path?: string;
 }
 
 export class UnexpectedAnswer extends Error {}
@@ -28,7 +30,7 @@ async function unexpected(target: Target, status: number, body: AsyncIterable<Bu
 
 /** One request, read to the end; checks a 200 and `expectedBytes` of body. */
 export async function callOnce(pool: Pool, target: Target, body: Buffer, expectedBytes: number): Promise<void> {
-  const res = await pool.request({ method: "POST", path: responsesPath, headers: target.headers, body });
+  const res = await pool.request({ method: "POST", path: target.path ?? responsesPath, headers: target.headers, body });
   const stream = res.body as AsyncIterable<Buffer>;
   if (res.statusCode !== 200) throw await unexpected(target, res.statusCode, stream, "call");
   let bytes = 0;
@@ -38,7 +40,7 @@ export async function callOnce(pool: Pool, target: Target, body: Buffer, expecte
 
 /** One request, read to the end; its status, whatever it is (for probes). */
 export async function statusOf(pool: Pool, target: Target, body: Buffer): Promise<number> {
-  const res = await pool.request({ method: "POST", path: responsesPath, headers: target.headers, body });
+  const res = await pool.request({ method: "POST", path: target.path ?? responsesPath, headers: target.headers, body });
   await res.body.dump();
   return res.statusCode;
 }
@@ -62,7 +64,7 @@ export interface StreamTiming {
 /** One streamed request, read to the end, timed; checks a 200 and `expectedBytes` of body. */
 export async function streamOnce(pool: Pool, target: Target, body: Buffer, expectedBytes: number): Promise<StreamTiming> {
   const start = performance.now();
-  const res = await pool.request({ method: "POST", path: responsesPath, headers: target.headers, body });
+  const res = await pool.request({ method: "POST", path: target.path ?? responsesPath, headers: target.headers, body });
   const stream = res.body as AsyncIterable<Buffer>;
   if (res.statusCode !== 200) throw await unexpected(target, res.statusCode, stream, "stream");
   let firstByte = Number.NaN;
@@ -161,7 +163,7 @@ export async function openHeldStreams(target: Target, body: Buffer, count: numbe
         let first!: () => void;
         const firstEvent = new Promise<void>((resolve) => (first = resolve));
         const ending = (async () => {
-          const res = await pool.request({ method: "POST", path: responsesPath, headers: target.headers, body });
+          const res = await pool.request({ method: "POST", path: target.path ?? responsesPath, headers: target.headers, body });
           const stream = res.body as AsyncIterable<Buffer>;
           if (res.statusCode !== 200) throw await unexpected(target, res.statusCode, stream, "held stream");
           let bytes = 0;

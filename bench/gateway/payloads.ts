@@ -80,3 +80,70 @@ export function streamAnswer(model: string): Buffer[] {
 }
 
 export const byteLength = (buffers: Buffer[]): number => buffers.reduce((sum, b) => sum + b.length, 0);
+
+/** A Chat Completions request; a streamed one asks for the usage chunk, as a metering client does. */
+export function chatRequestBody(model: string, stream: boolean, input = "Say hello in one short sentence."): Buffer {
+  const body: Record<string, unknown> = { model, messages: [{ role: "user", content: input }], max_completion_tokens: 32 };
+  if (stream) Object.assign(body, { stream: true, stream_options: { include_usage: true } });
+  return Buffer.from(JSON.stringify(body));
+}
+
+/** An Anthropic Messages request, as an Anthropic SDK sends it. */
+export function messagesRequestBody(model: string, stream: boolean, input = "Say hello in one short sentence."): Buffer {
+  const body: Record<string, unknown> = { model, max_tokens: 32, messages: [{ role: "user", content: input }] };
+  if (stream) body.stream = true;
+  return Buffer.from(JSON.stringify(body));
+}
+
+const chatUsage = {
+  prompt_tokens: 14,
+  completion_tokens: 9,
+  total_tokens: 23,
+  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+};
+
+/** A complete (non-streamed) chat.completion, as OpenAI answers it. */
+export function chatCompleteAnswer(model: string): Buffer {
+  return Buffer.from(
+    JSON.stringify({
+      id: "chatcmpl-bench",
+      object: "chat.completion",
+      created: createdAt,
+      model,
+      choices: [{ index: 0, message: { role: "assistant", content: text, refusal: null, annotations: [] }, logprobs: null, finish_reason: "stop" }],
+      usage: chatUsage,
+      service_tier: "default",
+      system_fingerprint: "fp_bench",
+    }),
+  );
+}
+
+/**
+ * A chat.completion.chunk stream, as OpenAI sends it: the role chunk, 12 content deltas, the
+ * finish chunk, with `includeUsage` the usage chunk (empty choices), then `data: [DONE]`. Each
+ * event its own buffer; no `event:` field.
+ */
+export function chatStreamAnswer(model: string, includeUsage: boolean): Buffer[] {
+  const deltas = 12;
+  const words = text.split(" ");
+  const pieces = Array.from({ length: deltas }, (_, i) => words.slice(Math.floor((i * words.length) / deltas), Math.floor(((i + 1) * words.length) / deltas)).join(" "));
+  const chunk = (choices: unknown[], usage?: unknown): Record<string, unknown> => ({
+    id: "chatcmpl-bench",
+    object: "chat.completion.chunk",
+    created: createdAt,
+    model,
+    service_tier: "default",
+    system_fingerprint: "fp_bench",
+    choices,
+    ...(includeUsage ? { usage: usage ?? null } : {}),
+  });
+  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({ index: 0, delta, logprobs: null, finish_reason: finish });
+  const chunks = [
+    chunk([choice({ role: "assistant", content: "", refusal: null })]),
+    ...pieces.map((content) => chunk([choice({ content })])),
+    chunk([choice({}, "stop")]),
+    ...(includeUsage ? [chunk([], chatUsage)] : []),
+  ];
+  return [...chunks.map((c) => Buffer.from(`data: ${JSON.stringify(c)}\n\n`)), Buffer.from("data: [DONE]\n\n")];
+}

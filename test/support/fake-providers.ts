@@ -89,10 +89,10 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
-type Endpoint = "messages" | "responses" | "chat" | "embeddings" | "images" | "models";
+type Endpoint = "messages" | "count_tokens" | "responses" | "chat" | "embeddings" | "images" | "models";
 
 const ROUTES: Record<FakeKind, Record<string, Endpoint>> = {
-  anthropic: { "POST /v1/messages": "messages", "GET /v1/models": "models" },
+  anthropic: { "POST /v1/messages": "messages", "POST /v1/messages/count_tokens": "count_tokens", "GET /v1/models": "models" },
   openai: {
     "POST /v1/responses": "responses",
     "POST /v1/chat/completions": "chat",
@@ -325,6 +325,9 @@ export async function startFakeProvider(kind: FakeKind, options: { apiKey?: stri
       return planned.kind === "text" ? { text: planned.text } : { text: "", call: toolCall(planned, hash, idStyle.prefix, idStyle.length) };
     };
     switch (endpoint) {
+      case "count_tokens":
+        // Anthropic's answer: the input tokens (the inputTokens directive, else the default).
+        return sendJson(res, hash, 200, { input_tokens: seed.inputTokens });
       case "messages": {
         const planned = answer(readAnthropicRequest(body), { prefix: "toolu_", length: 24 });
         if (planned === undefined) return;

@@ -189,6 +189,7 @@ const endpointLabels: Record<EndpointName, string> = {
   chat: "chat completions",
   embeddings: "embeddings",
   images: "image generation",
+  count_tokens: "token counting",
 };
 /** Every kind serves the three conversational endpoints (translated where it speaks another format). */
 const servedBy: Record<EndpointName, string> = {
@@ -197,6 +198,7 @@ const servedBy: Record<EndpointName, string> = {
   chat: "any provider",
   embeddings: "an OpenAI, Azure OpenAI or OpenAI-compatible provider",
   images: "an OpenAI or Azure OpenAI provider",
+  count_tokens: "any provider",
 };
 
 /** The spec's case: the matched rule targets a provider whose kind cannot serve the endpoint (embeddings, image generation); names the kinds that can. */

@@ -8,9 +8,11 @@ import type { GatewayKey, GatewaySnapshot } from "../config/types.ts";
 import { KeyLookupFailed, type ConfigWatcher } from "../config/watcher.ts";
 import type { GuardrailStep } from "../guardrails/guardrail-step.ts";
 import { createRequestBodies, type RequestBodies } from "../guardrails/request-bodies.ts";
-import type { UsageStep } from "../limits/usage-step.ts";
+import type { UsageStep, UsageTicket } from "../limits/usage-step.ts";
+import { estimatedTokenCount } from "../endpoints/count-tokens.ts";
+import { callerText } from "../guardrails/text.ts";
 import { readProviderError, readProviderErrorBody } from "../providers/errors.ts";
-import { sseEvents } from "../providers/sse.ts";
+import { sseEvents, type SseEvent } from "../providers/sse.ts";
 import { formats } from "../formats/translate.ts";
 import type { EndpointSpec } from "../endpoints/specs.ts";
 import { nowSeconds, passedStream, translatedStream, type OutgoingStream } from "./streams.ts";
@@ -72,6 +74,9 @@ export interface PipelineDeps {
 }
 
 
+/** A call that generates nothing reserves nothing. */
+const nothingReserved: UsageTicket = { settle: async () => undefined };
+
 /** The provider that answered a call, and how its answer is read. */
 interface Sent {
   response: UpstreamResponse;
@@ -80,6 +85,8 @@ interface Sent {
   translation: { from: WireFormat; to: WireFormat } | undefined;
   /** Whether the caller's stream ends with its usage (chat completions asks). */
   streamUsage: boolean;
+  /** A streamed answer's events, the first already read; undefined for an answer that is not a stream. */
+  events: AsyncIterable<SseEvent> | undefined;
 }
 
 /** What one request has learned so far, for its log lines and its request-log row. */
@@ -192,7 +199,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       // The spec's order starts with the key; the cap follows at once, before any work.
       const key = await authenticate(req, snapshot);
       trace.key = key;
-      if (key.inferencePipelineId && endpoint.kind === "call") trace.capture = { pipelineId: key.inferencePipelineId };
+      if (key.inferencePipelineId && endpoint.kind === "call" && endpoint.spec.generates) trace.capture = { pipelineId: key.inferencePipelineId };
       if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
       const config = snapshot.workspaces.get(key.workspaceId);
       if (endpoint.kind === "models") {
@@ -239,7 +246,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
 
     abort.signal.throwIfAborted();
-    const ticket = await deps.usage.admit({ key, config, spec, body });
+    const ticket = spec.generates ? await deps.usage.admit({ key, config, spec, body }) : nothingReserved;
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
     // before any output) the reservation is released. Always before the caller has the last byte
     // of its answer, error answers included (the finally below runs before fail() writes one): a
@@ -253,7 +260,11 @@ export function createGatewayHandler(deps: PipelineDeps) {
 
       const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
       if (!route.ok) throw route.error;
-      const { response, upstream, translation, streamUsage } = await sendToFirstThatAnswers(req, trace, spec, body, raw, route.attempts, abort.signal);
+      if (spec.target(route.attempts[0]!.provider.kind)?.estimated) {
+        trace.provider = route.attempts[0]!.provider.name;
+        return respondJson(res, 200, estimatedTokenCount(callerText(spec, body), body.tools));
+      }
+      const { response, upstream, translation, streamUsage, events } = await sendToFirstThatAnswers(req, trace, spec, body, raw, route.attempts, abort.signal);
       let holding = true;
       const release = () => {
         if (holding) upstream.release();
@@ -263,10 +274,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
         const firstByte = () => {
           trace.ttfbMs ??= Math.round(performance.now() - started);
         };
-        if (body.stream === true && contentType(response).includes("text/event-stream")) {
+        if (events) {
           const meter = new StreamMeter(raw.length, trace.capture ? MAX_ROW_TEXT_CHARS : 0);
           const finish = () => settle(meter.usage);
-          const events = sseEvents(response.body);
           const stream = translation
             ? translatedStream(events, translation.to.streamReader(nowSeconds()), translation.from.streamWriter({ streamUsage }), meter)
             : passedStream(events, spec.format ?? "responses", meter);
@@ -371,8 +381,11 @@ export function createGatewayHandler(deps: PipelineDeps) {
           signal,
         });
         if (response.status < 400) {
+          // A stream that breaks before its first event has sent the caller nothing either: the
+          // first event is awaited here, so that such a break moves on too.
+          const events = body.stream === true && contentType(response).includes("text/event-stream") ? await firstEventRead(response.body) : undefined;
           cooldown.succeeded(provider.id);
-          return { response, upstream, translation, streamUsage };
+          return { response, upstream, translation, streamUsage, events };
         }
         const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
         const error = providerErrorToGatewayError(response.status, message);
@@ -484,6 +497,17 @@ export function createGatewayHandler(deps: PipelineDeps) {
     res.writeHead(rendered.status, { ...rendered.headers, "content-length": Buffer.byteLength(rendered.body) });
     res.end(rendered.body);
   }
+}
+
+/** A provider stream's events, its first one read now (a failure before it throws here), the rest as they come. */
+async function firstEventRead(body: AsyncIterable<Buffer>): Promise<AsyncIterable<SseEvent>> {
+  const iterator = sseEvents(body);
+  const first = await iterator.next();
+  return (async function* () {
+    if (first.done) return;
+    yield first.value;
+    yield* { [Symbol.asyncIterator]: () => iterator };
+  })();
 }
 
 async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {

@@ -11,7 +11,7 @@ import { answerText, chatText, embeddingsText, imagesText, messagesText, respons
  * every endpoint; they read what differs from here.
  */
 
-export type EndpointName = "messages" | "responses" | "chat" | "embeddings" | "images";
+export type EndpointName = "messages" | "responses" | "chat" | "embeddings" | "images" | "count_tokens";
 
 /** What a provider of some kind is sent for a call: the path below its base URL, and the format. */
 export interface ProviderTarget {
@@ -19,6 +19,8 @@ export interface ProviderTarget {
   path: string;
   /** The format the provider speaks here; a translated call is read from and written to it. */
   format: FormatName | null;
+  /** The gateway answers itself, with an estimate, instead of calling the provider. */
+  estimated?: true;
 }
 
 export interface EndpointSpec {
@@ -33,6 +35,8 @@ export interface EndpointSpec {
   format: FormatName | null;
   /** Whether guardrails read its input and output. */
   guardrails: boolean;
+  /** Whether a call generates output: usage limits reserve for it, and its traffic becomes pipeline rows. */
+  generates: boolean;
   /** The body fields that carry caller text (a large body's summary stands in for them). */
   textFields: readonly string[];
   /** The caller text of a parsed request body. */
@@ -85,6 +89,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     style: "messages",
     format: "messages",
     guardrails: true,
+    generates: true,
     textFields: ["system", "messages"],
     inputText: messagesText,
     outputMaximum: (body) => maximum(body.max_tokens),
@@ -99,6 +104,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     style: "responses",
     format: "responses",
     guardrails: true,
+    generates: true,
     textFields: ["instructions", "input"],
     inputText: responsesText,
     outputMaximum: (body) => maximum(body.max_output_tokens),
@@ -113,6 +119,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     style: "responses",
     format: "chat",
     guardrails: true,
+    generates: true,
     textFields: ["messages"],
     inputText: chatText,
     // max_tokens is deprecated in favour of max_completion_tokens; OpenAI refuses both at once.
@@ -128,6 +135,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     style: "responses",
     format: null,
     guardrails: false,
+    generates: true,
     textFields: ["input"],
     inputText: embeddingsText,
     outputMaximum: () => 0,
@@ -142,12 +150,30 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     style: "images",
     format: null,
     guardrails: true,
+    generates: true,
     textFields: ["prompt"],
     inputText: imagesText,
     outputMaximum: () => undefined,
     outputText: answerText,
     transcript: "images",
     target: passThrough("/v1/images/generations", ["openai", "azure_openai"]),
+  },
+  count_tokens: {
+    name: "count_tokens",
+    path: "/v1/messages/count_tokens",
+    family: "messages",
+    style: "messages",
+    format: null,
+    // Counting generates nothing and costs nothing: no guardrail, limit or pipeline row.
+    guardrails: false,
+    generates: false,
+    textFields: ["system", "messages"],
+    inputText: messagesText,
+    outputMaximum: () => 0,
+    outputText: () => [],
+    transcript: "messages",
+    // Anthropic counts; for the others, which have no such endpoint, the gateway estimates.
+    target: (kind) => (kind === "anthropic" ? { path: "/v1/messages/count_tokens", format: null } : { path: "", format: null, estimated: true }),
   },
 };
 
