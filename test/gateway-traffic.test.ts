@@ -204,6 +204,43 @@ describe("requests through a key bound to a pipeline are its rows", () => {
     });
   });
 
+  it("chat completions, not streamed and streamed, with a system message and a tool call in the history", async () => {
+    const client = openai(keys.bound.secret);
+    const model = fakeModel("gpt-x", { text: "Forty-two.", inputTokens: 13, outputTokens: 3 });
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+      { role: "system", content: "Be terse." },
+      { role: "user", content: "Look it up." },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "call_1", content: "42" },
+      { role: "user", content: "The answer?" },
+    ];
+    const plain = await client.chat.completions.create({ model, messages }, { headers: { "x-request-id": "chat-plain" } });
+    expect(plain.choices[0]!.message.content).toBe("Forty-two.");
+    const stream = await client.chat.completions.create({ model, messages, stream: true, stream_options: { include_usage: true } }, { headers: { "x-request-id": "chat-stream" } });
+    for await (const chunk of stream) void chunk;
+    const expected = {
+      system: "Be terse.",
+      instructions: null,
+      input: "The answer?",
+      messages: [
+        { role: "user", content: "Look it up." },
+        { role: "assistant", content: "[function_call: lookup]" },
+        { role: "tool", content: "42" },
+        { role: "user", content: "The answer?" },
+      ],
+      output: "Forty-two.",
+      model,
+      provider: "openai",
+      endpoint: "chat",
+      status: 200,
+      inputTokens: 13,
+      outputTokens: 3,
+      tokens: 16,
+    };
+    expect(await storedRow(pipelines.own, "chat-plain")).toMatchObject(expected);
+    expect(await storedRow(pipelines.own, "chat-stream")).toMatchObject(expected);
+  });
+
   it("a refused request (a model the workspace blocks) is a row with its status and error type", async () => {
     const client = anthropic(keys.bound.secret, { "x-request-id": "refused" });
     await expect(client.messages.create({ model: "forbidden-model", max_tokens: 5, messages: [{ role: "user", content: "Hi" }] })).rejects.toMatchObject({ status: 403 });

@@ -2,7 +2,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
-import { startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
+import { startFakeProvider, TINY_PNG_BASE64, type FakeProvider } from "./support/fake-providers.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
 
 /**
@@ -148,5 +148,33 @@ describe("count_tokens", () => {
     expect(JSON.stringify(tools)).toHaveLength(101);
     expect(await anthropic.messages.countTokens({ ...request, model: "gpt-count", tools })).toEqual({ input_tokens: 31 });
     expect([g.openai.requests.length, local.requests.length]).toEqual([0, 0]);
+  });
+});
+
+describe("images, by base64 and by URL, in every direction", () => {
+  it("reach each provider as its own format's image parts (the fakes say how many they saw)", async () => {
+    const anthropic = new Anthropic({ baseURL: t.gatewayUrl, apiKey: g.key, maxRetries: 0 });
+    const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: g.key, maxRetries: 0 });
+    const base64 = { type: "base64" as const, media_type: "image/png" as const, data: TINY_PNG_BASE64 };
+    for (const model of ["gpt-image-in", "local-image-in"]) {
+      const message = await anthropic.messages.create({
+        model,
+        max_tokens: 64,
+        messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image", source: base64 }, { type: "image", source: { type: "url", url: "https://example.com/cat.png" } }] }],
+      });
+      expect(message.content).toEqual([{ type: "text", text: `Hello from ${model.startsWith("gpt") ? "openai" : "compatible"}. Saw 2 images.` }]);
+    }
+    const fromResponses = await openai.responses.create({
+      model: "claude-image-in",
+      input: [{ role: "user", content: [{ type: "input_text", text: "What is this?" }, { type: "input_image", image_url: `data:image/png;base64,${TINY_PNG_BASE64}`, detail: "auto" }] }],
+    });
+    expect(fromResponses.output_text).toBe("Hello from anthropic. Saw 1 image.");
+    const sent = g.anthropic.requests.at(-1)!.body as { messages: { content: unknown[] }[] };
+    expect(sent.messages[0]!.content[1]).toEqual({ type: "image", source: base64 });
+    const fromChat = await openai.chat.completions.create({
+      model: "claude-image-in",
+      messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: "https://example.com/cat.png" } }] }],
+    });
+    expect(fromChat.choices[0]!.message.content).toBe("Hello from anthropic. Saw 1 image.");
   });
 });

@@ -8,25 +8,10 @@ import { UpstreamConnectionError } from "../providers/errors.ts";
 import type { SseEvent } from "../providers/sse.ts";
 import type { AnswerPart, CanonicalAnswer, CanonicalRequest, StopReason, StreamEvent, Usage } from "./canonical.ts";
 import { noUsage } from "./canonical.ts";
+import { count, detailCount, isObject, type Json, present } from "./fields.ts";
 import type { StreamReader, StreamWriter } from "./format.ts";
 
-export type Json = Record<string, unknown>;
-
-export const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
-
-const present = (value: unknown): boolean => value !== undefined && value !== null;
-
 // Usage
-
-const count = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : null);
-
-/** A detail count the provider may leave out (compatible servers often do): absent is 0. */
-function detailCount(details: unknown, key: string): number {
-  if (!isObject(details) || !present(details[key])) return 0;
-  const n = count(details[key]);
-  if (n === null) throw unreadableAnswer(`the usage's '${key}' is not a count.`);
-  return n;
-}
 
 /**
  * Chat's usage as canonical usage: prompt_tokens already holds the cached tokens and

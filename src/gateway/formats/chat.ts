@@ -3,11 +3,10 @@
  * written for an OpenAI-compatible server that speaks only this format (vLLM, Ollama, TGI). The
  * answers and streams are in chat-stream.ts.
  */
-import { GatewayError, untranslatable } from "../dataplane/errors.ts";
+import { untranslatable } from "../dataplane/errors.ts";
 import type {
   CanonicalRequest,
   FunctionTool,
-  ImageSource,
   Message,
   Part,
   ReasoningEffort,
@@ -15,59 +14,30 @@ import type {
   ToolChoice,
   ToolResultContent,
 } from "./canonical.ts";
-import { chatStreamReader, chatStreamWriter, isObject, readChatAnswer, writeChatAnswer, type Json } from "./chat-stream.ts";
+import { chatStreamReader, chatStreamWriter, readChatAnswer, writeChatAnswer } from "./chat-stream.ts";
+import {
+  imageSourceFromUrl,
+  imageUrl,
+  isObject,
+  type Json,
+  malformed,
+  optionalArray,
+  optionalBoolean,
+  optionalNumber,
+  optionalObject,
+  optionalString,
+  present,
+  requiredObject,
+  requiredString,
+} from "./fields.ts";
 import type { WireFormat } from "./format.ts";
 
 export { chatStreamError } from "./chat-stream.ts";
 
-const malformed = (message: string) => new GatewayError(400, message);
-
 /** A field of chat completions that canonical form cannot carry. */
 const refuseField = (field: string) => untranslatable(`the chat completions field '${field}' cannot be carried to the provider's format.`);
 
-// Reading: typed field access. Null counts as absent, as OpenAI's own API takes it.
-
-const present = (value: unknown): boolean => value !== undefined && value !== null;
-
-function optionalString(value: unknown, path: string): string | null {
-  if (!present(value)) return null;
-  if (typeof value !== "string") throw malformed(`'${path}' must be a string.`);
-  return value;
-}
-
-function requiredString(value: unknown, path: string): string {
-  if (typeof value !== "string") throw malformed(`'${path}' must be a string.`);
-  return value;
-}
-
-function optionalNumber(value: unknown, path: string): number | null {
-  if (!present(value)) return null;
-  if (typeof value !== "number" || !Number.isFinite(value)) throw malformed(`'${path}' must be a number.`);
-  return value;
-}
-
-function optionalBoolean(value: unknown, path: string): boolean | null {
-  if (!present(value)) return null;
-  if (typeof value !== "boolean") throw malformed(`'${path}' must be a boolean.`);
-  return value;
-}
-
-function optionalObject(value: unknown, path: string): Json | null {
-  if (!present(value)) return null;
-  if (!isObject(value)) throw malformed(`'${path}' must be an object.`);
-  return value;
-}
-
-function requiredObject(value: unknown, path: string): Json {
-  if (!isObject(value)) throw malformed(`'${path}' must be an object.`);
-  return value;
-}
-
-function optionalArray(value: unknown, path: string): unknown[] | null {
-  if (!present(value)) return null;
-  if (!Array.isArray(value)) throw malformed(`'${path}' must be an array.`);
-  return value;
-}
+// Reading: typed field access (the readers shared with the other formats are in fields.ts).
 
 function positiveInteger(value: unknown, path: string): number | null {
   if (!present(value)) return null;
@@ -214,13 +184,6 @@ function readToolChoice(value: unknown): ToolChoice | null {
 }
 
 // Reading: messages
-
-/** Chat's image URL as canonical: a data URL is the image itself. */
-export function imageSourceFromUrl(url: string): ImageSource {
-  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  if (match !== null) return { kind: "base64", mediaType: match[1]!, data: match[2]! };
-  return { kind: "url", url };
-}
 
 const imageDetails = new Set(["auto", "low", "high", "original"]);
 
@@ -393,11 +356,6 @@ function readRequest(body: Json): CanonicalRequest {
 }
 
 // Writing
-
-/** Canonical image as chat's URL: inline images become data URLs. */
-export function imageUrl(source: ImageSource): string {
-  return source.kind === "url" ? source.url : `data:${source.mediaType};base64,${source.data}`;
-}
 
 function toolResultText(content: ToolResultContent): string {
   if (typeof content === "string") return content;

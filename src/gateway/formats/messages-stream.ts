@@ -6,11 +6,8 @@ import { providerErrorToGatewayError, unreadableAnswer } from "../dataplane/erro
 import { UpstreamConnectionError } from "../providers/errors.ts";
 import { streamErrorEvent, type SseEvent } from "../providers/sse.ts";
 import type { AnswerPart, CanonicalAnswer, StopReason, StreamEvent, Usage } from "./canonical.ts";
+import { isObject, type Json } from "./fields.ts";
 import type { StreamReader, StreamWriter } from "./format.ts";
-
-export type Json = Record<string, unknown>;
-
-export const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * JSON text of a parsed value; null when it is nested too deeply for JSON.stringify, which

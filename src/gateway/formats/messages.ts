@@ -2,64 +2,29 @@
  * Anthropic's messages format, its requests: read from a caller on /v1/messages and written for an
  * Anthropic provider. The answers and streams are in messages-stream.ts.
  */
-import { GatewayError, untranslatable } from "../dataplane/errors.ts";
+import { untranslatable } from "../dataplane/errors.ts";
 import type { CanonicalRequest, FunctionTool, ImageSource, Message, Part, ToolChoice, ToolResultContent } from "./canonical.ts";
-import type { WireFormat } from "./format.ts";
 import {
+  imageSourceFromUrl,
   isObject,
-  jsonText,
-  messagesStreamReader,
-  messagesStreamWriter,
-  readMessagesAnswer,
-  toolInput,
-  writeMessagesAnswer,
   type Json,
-} from "./messages-stream.ts";
-
-const malformed = (message: string) => new GatewayError(400, message);
+  malformed,
+  optionalArray,
+  optionalBoolean,
+  optionalNumber,
+  optionalObject,
+  optionalString,
+  present,
+  requiredObject,
+  requiredString,
+} from "./fields.ts";
+import type { WireFormat } from "./format.ts";
+import { jsonText, messagesStreamReader, messagesStreamWriter, readMessagesAnswer, toolInput, writeMessagesAnswer } from "./messages-stream.ts";
 
 /** A field, anywhere in the request, that canonical form cannot carry. */
 const refuseField = (path: string) => untranslatable(`the messages API field '${path}' cannot be carried to the provider's format.`);
 
-// Reading: typed field access. Null counts as absent, as the SDK's nullable fields take it.
-
-const present = (value: unknown): boolean => value !== undefined && value !== null;
-
-function requiredString(value: unknown, path: string): string {
-  if (typeof value !== "string") throw malformed(`'${path}' must be a string.`);
-  return value;
-}
-
-function optionalString(value: unknown, path: string): string | null {
-  return present(value) ? requiredString(value, path) : null;
-}
-
-function optionalNumber(value: unknown, path: string): number | null {
-  if (!present(value)) return null;
-  if (typeof value !== "number" || !Number.isFinite(value)) throw malformed(`'${path}' must be a number.`);
-  return value;
-}
-
-function optionalBoolean(value: unknown, path: string): boolean | null {
-  if (!present(value)) return null;
-  if (typeof value !== "boolean") throw malformed(`'${path}' must be a boolean.`);
-  return value;
-}
-
-function requiredObject(value: unknown, path: string): Json {
-  if (!isObject(value)) throw malformed(`'${path}' must be an object.`);
-  return value;
-}
-
-function optionalObject(value: unknown, path: string): Json | null {
-  return present(value) ? requiredObject(value, path) : null;
-}
-
-function optionalArray(value: unknown, path: string): unknown[] | null {
-  if (!present(value)) return null;
-  if (!Array.isArray(value)) throw malformed(`'${path}' must be an array.`);
-  return value;
-}
+// Reading: the fields an object may hold. The typed readers (null counts as absent) are in fields.ts.
 
 /**
  * Fields an object may carry besides those read: each with the values that change nothing in the
@@ -195,13 +160,6 @@ const textHarmless: Harmless = { ...cacheControl, citations: emptyArray };
 function readText(block: Json, path: string): string {
   checkFields(block, path, textFields, textHarmless);
   return requiredString(block.text, `${path}.text`);
-}
-
-/** A `data:` URL is the image itself (the rule every format's reader follows). */
-function imageSourceFromUrl(url: string): ImageSource {
-  const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  if (match !== null) return { kind: "base64", mediaType: match[1]!, data: match[2]! };
-  return { kind: "url", url };
 }
 
 function readImageSource(value: unknown, path: string): ImageSource {

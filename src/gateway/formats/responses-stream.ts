@@ -7,23 +7,10 @@ import { providerErrorToGatewayError, unreadableAnswer } from "../dataplane/erro
 import { UpstreamConnectionError } from "../providers/errors.ts";
 import { streamErrorEvent, type SseEvent } from "../providers/sse.ts";
 import type { StopReason, StreamEvent, Usage } from "./canonical.ts";
+import { count, detailCount, isObject, type Json } from "./fields.ts";
 import type { StreamReader, StreamWriter } from "./format.ts";
 
-export type Json = Record<string, unknown>;
-
-export const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
-
 // Usage
-
-const count = (value: unknown): number | null => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : null);
-
-/** A detail count the provider may leave out: absent is 0, but a present one must be a count. */
-function detailCount(details: unknown, key: string): number {
-  if (!isObject(details) || details[key] === undefined || details[key] === null) return 0;
-  const n = count(details[key]);
-  if (n === null) throw unreadableAnswer(`the usage's '${key}' is not a count.`);
-  return n;
-}
 
 /**
  * OpenAI's usage as canonical usage: input_tokens already holds the cached and cache-write tokens,

@@ -4,7 +4,7 @@
  * built-in tools, the stateful references (previous_response_id, conversation, prompt), the
  * item types other than messages and function calls, and the options no other format has.
  */
-import { GatewayError, untranslatable, unreadableAnswer } from "../dataplane/errors.ts";
+import { untranslatable, unreadableAnswer } from "../dataplane/errors.ts";
 import type {
   AnswerPart,
   CanonicalAnswer,
@@ -19,12 +19,25 @@ import type {
   ToolResultContent,
 } from "./canonical.ts";
 import { noUsage } from "./canonical.ts";
+import {
+  imageSourceFromUrl,
+  imageUrl,
+  isObject,
+  type Json,
+  malformed,
+  optionalArray,
+  optionalBoolean,
+  optionalNumber,
+  optionalObject,
+  optionalString,
+  present,
+  requiredObject,
+  requiredString,
+} from "./fields.ts";
 import type { WireFormat } from "./format.ts";
 import {
   finishedResponse,
   functionCallItem,
-  isObject,
-  type Json,
   messageItem,
   outputText,
   readStopReason,
@@ -35,46 +48,13 @@ import {
 
 const API = "OpenAI's responses API";
 
-const malformed = (message: string) => new GatewayError(400, message);
 const refusedField = (name: string) => untranslatable(`the field '${name}' of ${API} has no equivalent.`);
-const given = (value: unknown): boolean => value !== undefined && value !== null;
 
-// Reading: field checks
-
-function string(value: unknown, path: string): string {
-  if (typeof value !== "string") throw malformed(`'${path}' must be a string.`);
-  return value;
-}
-
-function optionalString(value: unknown, path: string): string | null {
-  return given(value) ? string(value, path) : null;
-}
-
-function optionalNumber(value: unknown, path: string): number | null {
-  if (!given(value)) return null;
-  if (typeof value !== "number" || !Number.isFinite(value)) throw malformed(`'${path}' must be a number.`);
-  return value;
-}
-
-function optionalBoolean(value: unknown, path: string): boolean | null {
-  if (!given(value)) return null;
-  if (typeof value !== "boolean") throw malformed(`'${path}' must be a boolean.`);
-  return value;
-}
+// Reading: field checks (the readers shared with the other formats are in fields.ts)
 
 function optionalInteger(value: unknown, path: string): number | null {
-  if (!given(value)) return null;
+  if (!present(value)) return null;
   if (typeof value !== "number" || !Number.isSafeInteger(value)) throw malformed(`'${path}' must be an integer.`);
-  return value;
-}
-
-function object(value: unknown, path: string): Json {
-  if (!isObject(value)) throw malformed(`'${path}' must be an object.`);
-  return value;
-}
-
-function array(value: unknown, path: string): unknown[] {
-  if (!Array.isArray(value)) throw malformed(`'${path}' must be an array.`);
   return value;
 }
 
@@ -87,7 +67,7 @@ function stringOrArray(value: unknown, path: string): unknown[] {
 /** Sub-fields outside `known` are refused when set: nothing the caller sent is dropped unseen. */
 function refuseUnknownKeys(value: Json, known: ReadonlySet<string>, path: string): void {
   for (const key of Object.keys(value)) {
-    if (!known.has(key) && given(value[key])) throw refusedField(`${path}.${key}`);
+    if (!known.has(key) && present(value[key])) throw refusedField(`${path}.${key}`);
   }
 }
 
@@ -124,7 +104,7 @@ function checkTopLevelFields(body: Json): void {
   for (const key of Object.keys(body)) {
     if (translated.has(key) || leftOut.has(key)) continue;
     const value = body[key];
-    if (!given(value)) continue;
+    if (!present(value)) continue;
     const isHarmless = harmless.get(key);
     if (isHarmless === undefined || !isHarmless(value)) throw refusedField(key);
   }
@@ -132,33 +112,24 @@ function checkTopLevelFields(body: Json): void {
 
 // Reading: images and content parts
 
-const DATA_URL = /^data:([^;,]+);base64,/;
-
-/** A `data:<mediaType>;base64,<data>` URL is inline; any other URL stays a URL. */
-function imageFromUrl(url: string): ImageSource {
-  const match = DATA_URL.exec(url);
-  if (match === null) return { kind: "url", url };
-  return { kind: "base64", mediaType: match[1], data: url.slice(match[0].length) };
-}
-
 function readImage(part: Json, path: string): Extract<Part, { type: "image" }> {
-  if (given(part.file_id)) throw untranslatable(`an 'input_image' part refers to an uploaded file by 'file_id', which only OpenAI can resolve.`);
+  if (present(part.file_id)) throw untranslatable(`an 'input_image' part refers to an uploaded file by 'file_id', which only OpenAI can resolve.`);
   // `detail` is left out: the other formats have no such setting (docs/gateway.md).
-  return { type: "image", source: imageFromUrl(string(part.image_url, `${path}.image_url`)) };
+  return { type: "image", source: imageSourceFromUrl(requiredString(part.image_url, `${path}.image_url`)) };
 }
 
 const refusedPart = (type: string) => untranslatable(`the content part type '${type}' of ${API} has no equivalent.`);
 
 /** One part of a message's content. */
 function readContentPart(value: unknown, path: string): Extract<Part, { type: "text" | "image" }> {
-  const part = object(value, path);
-  const type = string(part.type, `${path}.type`);
+  const part = requiredObject(value, path);
+  const type = requiredString(part.type, `${path}.type`);
   switch (type) {
     case "input_text":
     case "output_text":
-      return { type: "text", text: string(part.text, `${path}.text`) };
+      return { type: "text", text: requiredString(part.text, `${path}.text`) };
     case "refusal":
-      return { type: "text", text: string(part.refusal, `${path}.refusal`) };
+      return { type: "text", text: requiredString(part.refusal, `${path}.refusal`) };
     case "input_image":
       return readImage(part, path);
     default:
@@ -180,8 +151,8 @@ function readToolOutput(value: unknown, path: string): ToolResultContent {
   const parts = stringOrArray(value, path);
   const out: Array<Extract<Part, { type: "text" | "image" }>> = [];
   for (let i = 0; i < parts.length; i++) {
-    const part = object(parts[i], `${path}[${i}]`);
-    const type = string(part.type, `${path}[${i}].type`);
+    const part = requiredObject(parts[i], `${path}[${i}]`);
+    const type = requiredString(part.type, `${path}[${i}].type`);
     if (type !== "input_text" && type !== "input_image") throw refusedPart(type);
     out.push(readContentPart(part, `${path}[${i}]`));
   }
@@ -225,8 +196,8 @@ function readMessageItem(item: Json, path: string, conversation: Conversation): 
 }
 
 function readItem(value: unknown, path: string, conversation: Conversation): void {
-  const item = object(value, path);
-  const type = given(item.type) ? string(item.type, `${path}.type`) : "message";
+  const item = requiredObject(value, path);
+  const type = present(item.type) ? requiredString(item.type, `${path}.type`) : "message";
   switch (type) {
     case "message":
       return readMessageItem(item, path, conversation);
@@ -234,14 +205,14 @@ function readItem(value: unknown, path: string, conversation: Conversation): voi
       return conversation.add("assistant", [
         {
           type: "tool_call",
-          id: string(item.call_id, `${path}.call_id`),
-          name: string(item.name, `${path}.name`),
-          arguments: string(item.arguments, `${path}.arguments`),
+          id: requiredString(item.call_id, `${path}.call_id`),
+          name: requiredString(item.name, `${path}.name`),
+          arguments: requiredString(item.arguments, `${path}.arguments`),
         },
       ]);
     case "function_call_output":
       return conversation.add("user", [
-        { type: "tool_result", callId: string(item.call_id, `${path}.call_id`), content: readToolOutput(item.output, `${path}.output`), isError: false },
+        { type: "tool_result", callId: requiredString(item.call_id, `${path}.call_id`), content: readToolOutput(item.output, `${path}.output`), isError: false },
       ]);
     default:
       throw untranslatable(`the input item type '${type}' of ${API} has no equivalent.`);
@@ -250,9 +221,9 @@ function readItem(value: unknown, path: string, conversation: Conversation): voi
 
 function readInput(body: Json): Conversation {
   const conversation = new Conversation();
-  if (given(body.instructions)) conversation.system.push(string(body.instructions, "instructions"));
+  if (present(body.instructions)) conversation.system.push(requiredString(body.instructions, "instructions"));
   const input = body.input;
-  if (!given(input)) return conversation;
+  if (!present(input)) return conversation;
   if (typeof input === "string") {
     conversation.add("user", [{ type: "text", text: input }]);
     return conversation;
@@ -267,16 +238,16 @@ function readInput(body: Json): Conversation {
 const FUNCTION_TOOL_KEYS: ReadonlySet<string> = new Set(["type", "name", "description", "parameters", "strict"]);
 
 function readTool(value: unknown, path: string): FunctionTool {
-  const tool = object(value, path);
-  const type = string(tool.type, `${path}.type`);
+  const tool = requiredObject(value, path);
+  const type = requiredString(tool.type, `${path}.type`);
   if (type !== "function") throw untranslatable(`the tool type '${type}' is a built-in tool of ${API}.`);
   for (const key of Object.keys(tool)) {
-    if (!FUNCTION_TOOL_KEYS.has(key) && given(tool[key])) throw untranslatable(`the function tool field '${key}' of ${API} has no equivalent.`);
+    if (!FUNCTION_TOOL_KEYS.has(key) && present(tool[key])) throw untranslatable(`the function tool field '${key}' of ${API} has no equivalent.`);
   }
   // A function without parameters takes none: the schema of an empty object says so everywhere.
-  const parameters = given(tool.parameters) ? object(tool.parameters, `${path}.parameters`) : { type: "object", properties: {} };
+  const parameters = optionalObject(tool.parameters, `${path}.parameters`) ?? { type: "object", properties: {} };
   return {
-    name: string(tool.name, `${path}.name`),
+    name: requiredString(tool.name, `${path}.name`),
     description: optionalString(tool.description, `${path}.description`),
     parameters,
     strict: optionalBoolean(tool.strict, `${path}.strict`),
@@ -284,26 +255,25 @@ function readTool(value: unknown, path: string): FunctionTool {
 }
 
 function readTools(value: unknown): FunctionTool[] {
-  if (!given(value)) return [];
-  const tools = array(value, "tools");
+  const tools = optionalArray(value, "tools") ?? [];
   const out: FunctionTool[] = [];
   for (let i = 0; i < tools.length; i++) out.push(readTool(tools[i], `tools[${i}]`));
   return out;
 }
 
 function readToolChoice(value: unknown): ToolChoice | null {
-  if (!given(value)) return null;
+  if (!present(value)) return null;
   if (value === "auto" || value === "none" || value === "required") return { type: value };
   if (typeof value === "string") throw malformed("'tool_choice' must be 'auto', 'none', 'required' or an object.");
-  const choice = object(value, "tool_choice");
-  const type = string(choice.type, "tool_choice.type");
+  const choice = requiredObject(value, "tool_choice");
+  const type = requiredString(choice.type, "tool_choice.type");
   if (type !== "function") throw untranslatable(`the tool_choice type '${type}' of ${API} has no equivalent.`);
-  return { type: "tool", name: string(choice.name, "tool_choice.name") };
+  return { type: "tool", name: requiredString(choice.name, "tool_choice.name") };
 }
 
 function readFormat(value: unknown): ResponseFormat | null {
-  if (!given(value)) return null;
-  const format = object(value, "text.format");
+  if (!present(value)) return null;
+  const format = requiredObject(value, "text.format");
   switch (format.type) {
     case "text":
       return null;
@@ -312,8 +282,8 @@ function readFormat(value: unknown): ResponseFormat | null {
     case "json_schema":
       return {
         type: "json_schema",
-        name: string(format.name, "text.format.name"),
-        schema: object(format.schema, "text.format.schema"),
+        name: requiredString(format.name, "text.format.name"),
+        schema: requiredObject(format.schema, "text.format.schema"),
         strict: optionalBoolean(format.strict, "text.format.strict"),
         description: optionalString(format.description, "text.format.description"),
       };
@@ -323,8 +293,8 @@ function readFormat(value: unknown): ResponseFormat | null {
 }
 
 function readText(value: unknown): ResponseFormat | null {
-  if (!given(value)) return null;
-  const text = object(value, "text");
+  if (!present(value)) return null;
+  const text = requiredObject(value, "text");
   // verbosity is refused by refuseUnknownKeys when set: no other format has it.
   refuseUnknownKeys(text, new Set(["format"]), "text");
   return readFormat(text.format);
@@ -333,8 +303,8 @@ function readText(value: unknown): ResponseFormat | null {
 const EFFORTS: ReadonlySet<string> = new Set(["minimal", "low", "medium", "high"]);
 
 function readReasoning(value: unknown): ReasoningEffort | null {
-  if (!given(value)) return null;
-  const reasoning = object(value, "reasoning");
+  if (!present(value)) return null;
+  const reasoning = requiredObject(value, "reasoning");
   // summary and generate_summary ask for reasoning summaries, which canonical answers do not carry.
   refuseUnknownKeys(reasoning, new Set(["effort"]), "reasoning");
   const effort = optionalString(reasoning.effort, "reasoning.effort");
@@ -344,9 +314,9 @@ function readReasoning(value: unknown): ReasoningEffort | null {
 }
 
 function readStreamOptions(value: unknown): void {
-  if (!given(value)) return;
+  if (!present(value)) return;
   // include_obfuscation pads the caller's own stream events: nothing to translate.
-  refuseUnknownKeys(object(value, "stream_options"), new Set(["include_obfuscation"]), "stream_options");
+  refuseUnknownKeys(requiredObject(value, "stream_options"), new Set(["include_obfuscation"]), "stream_options");
 }
 
 function readRequest(body: Json): CanonicalRequest {
@@ -354,7 +324,7 @@ function readRequest(body: Json): CanonicalRequest {
   const conversation = readInput(body);
   readStreamOptions(body.stream_options);
   return {
-    model: string(body.model, "model"),
+    model: requiredString(body.model, "model"),
     system: conversation.system,
     messages: conversation.messages,
     tools: readTools(body.tools),
@@ -374,10 +344,6 @@ function readRequest(body: Json): CanonicalRequest {
 }
 
 // Writing requests
-
-function imageUrl(source: ImageSource): string {
-  return source.kind === "url" ? source.url : `data:${source.mediaType};base64,${source.data}`;
-}
 
 const inputImage = (source: ImageSource): Json => ({ type: "input_image", image_url: imageUrl(source), detail: "auto" });
 
