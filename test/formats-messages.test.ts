@@ -422,7 +422,7 @@ describe("messages format: writing requests", () => {
         '{"type":"tool_result","tool_use_id":"call_3","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"url","url":"https://example.com/b.png"}}]},' +
         '{"type":"text","text":"Go on."}]},' +
         '{"role":"assistant","content":"Sure"}],' +
-        '"tools":[{"name":"get_weather","description":"Weather.","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},' +
+        '"tools":[{"name":"get_weather","description":"Weather.","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"strict":true},' +
         '{"name":"noop","input_schema":{"type":"object","properties":{}}}],' +
         '"tool_choice":{"type":"tool","name":"get_weather","disable_parallel_tool_use":true},' +
         '"temperature":0.2,"top_p":0.8,"top_k":5,"stop_sequences":["STOP"],"stream":true,"metadata":{"user_id":"u-1"}}',

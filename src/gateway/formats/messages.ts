@@ -371,10 +371,11 @@ function writeMessage(message: Message): Json {
 }
 
 function writeTool(tool: FunctionTool): Json {
-  // strict is left out: canonical strict comes from OpenAI callers, whose strict schema mode this does not carry.
   const written: Json = { name: tool.name };
   if (tool.description !== null) written.description = tool.description;
   written.input_schema = tool.parameters;
+  // Anthropic's strict tool use holds the model to the schema, as OpenAI's strict mode does.
+  if (tool.strict !== null) written.strict = tool.strict;
   return written;
 }
 

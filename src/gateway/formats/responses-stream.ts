@@ -129,7 +129,7 @@ export function wireResponse(r: ResponseFields): Json {
 
 export const outputText = (text: string): Json => ({ type: "output_text", annotations: [], logprobs: [], text });
 
-export const messageItem = (id: string, status: "in_progress" | "completed", content: Json[]): Json => ({
+export const messageItem = (id: string, status: WireStatus, content: Json[]): Json => ({
   id,
   type: "message",
   status,
@@ -148,7 +148,15 @@ export const functionCallItem = (callId: string, name: string, args: string, sta
 
 /** The Response that ends an answer: its status follows the stop reason. */
 export function finishedResponse(r: Omit<ResponseFields, "status" | "incompleteReason">, stopReason: StopReason): Json {
-  return wireResponse({ ...r, ...statusFor(stopReason) });
+  const status = statusFor(stopReason);
+  return wireResponse({ ...r, output: status.status === "incomplete" ? cutShort(r.output) : r.output, ...status });
+}
+
+/** An answer cut short: OpenAI marks the message item it was writing `incomplete` too. */
+function cutShort(output: readonly Json[]): Json[] {
+  const last = output.at(-1);
+  if (last === undefined || last.type !== "message") return [...output];
+  return [...output.slice(0, -1), { ...last, status: "incomplete" }];
 }
 
 // Stream reader
