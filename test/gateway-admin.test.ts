@@ -188,9 +188,9 @@ describe("the snapshot", () => {
     const workspaceKey = [...snapshot.keysByHash.values()].find((k) => k.id === key.id)!;
     const config = snapshot.workspaces.get(workspaceKey.workspaceId)!;
     expect(config.providersByName.get("openai-main")).toMatchObject({ kind: "openai", apiKey: "sk-openai", baseUrl: "https://api.openai.example" });
-    expect(config.routingRules.map((r) => [r.priority, r.models, r.providerName, r.upstreamModel])).toEqual([
-      [5, ["gpt-*"], "openai-main", "gpt-4o"],
-      [10, [], "anthropic-main", null],
+    expect(config.routingRules.map((r) => [r.priority, r.models, r.targets])).toEqual([
+      [5, ["gpt-*"], [{ providerName: "openai-main", upstreamModel: "gpt-4o", weight: null }]],
+      [10, [], [{ providerName: "anthropic-main", upstreamModel: null, weight: null }]],
     ]);
     expect(config.blockedModels).toEqual(["gpt-3*"]);
   });

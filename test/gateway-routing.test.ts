@@ -193,8 +193,6 @@ describe("routing rules with targets, over REST", () => {
         { providerName: "vllm", upstreamModel: "b", weight: 0 },
         { providerName: "vllm", upstreamModel: null, weight: null },
       ],
-      providerName: "vllm",
-      upstreamModel: "a",
     });
     expect(config.providersByName.get("vllm")).toMatchObject({ kind: "openai_compatible", baseUrl: "http://vllm.internal:8000", apiKey: "none" });
   });
@@ -334,7 +332,7 @@ function target(providerName: string, weight: number | null = null, upstreamMode
 }
 
 function rule(targets: RoutingTarget[], models: string[] = []): RoutingRule {
-  return { id: randomUUID(), workspaceId: "w", priority: 1, models, targets, providerName: targets[0]!.providerName, upstreamModel: targets[0]!.upstreamModel };
+  return { id: randomUUID(), workspaceId: "w", priority: 1, models, targets };
 }
 
 function workspace(providers: ProviderConfig[], rules: RoutingRule[] = []): WorkspaceConfig {

@@ -102,15 +102,12 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     workspace(row.workspaceId).providersByName.set(provider.name, provider);
   }
   for (const row of rules) {
-    const targets = routingTargetsOf(row);
     workspace(row.workspaceId).routingRules.push({
       id: row.id,
       workspaceId: row.workspaceId,
       priority: row.priority,
       models: row.models,
-      targets,
-      providerName: targets[0]!.providerName,
-      upstreamModel: targets[0]!.upstreamModel,
+      targets: routingTargetsOf(row),
     });
   }
 

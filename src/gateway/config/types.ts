@@ -49,10 +49,6 @@ export interface RoutingRule {
    * is drawn by weight among those above 0, the others follow in this order (routing/candidates.ts).
    */
   targets: RoutingTarget[];
-  /** The first target's provider name (targets[0]). */
-  providerName: string;
-  /** The first target's upstream model (targets[0]). */
-  upstreamModel: string | null;
 }
 
 export interface RoutingTarget {

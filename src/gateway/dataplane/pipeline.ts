@@ -348,8 +348,10 @@ export function createGatewayHandler(deps: PipelineDeps) {
     signal: AbortSignal,
   ): Promise<Sent> {
     let failure: unknown;
+    let attemptStarted = performance.now();
     for (const [i, attempt] of attempts.entries()) {
-      if (i > 0) recordSuperseded(trace, failure);
+      if (i > 0) recordSuperseded(trace, failure, Math.round(performance.now() - attemptStarted));
+      attemptStarted = performance.now();
       const provider = attempt.provider;
       trace.provider = provider.name;
       signal.throwIfAborted();
@@ -405,7 +407,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
   }
 
   /** A failed attempt the call moved on from, as a request-log row of its own. */
-  function recordSuperseded(trace: Trace, failure: unknown): void {
+  function recordSuperseded(trace: Trace, failure: unknown, latencyMs: number): void {
     const error = asGatewayError(failure);
     deps.requestLog.record({
       requestId: trace.requestId,
@@ -415,7 +417,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       provider: trace.provider ?? null,
       status: error.status,
       errorType: errorTypeFor(error.status),
-      latencyMs: 0,
+      latencyMs,
       ttfbMs: null,
       guardrailVerdict: trace.guardrailVerdict ?? null,
       workspaceId: trace.key?.workspaceId ?? null,

@@ -54,7 +54,7 @@ export function routeCandidates(config: WorkspaceConfig, rule: RoutingRule, mode
     callable.push({ provider, upstreamModel: target.upstreamModel ?? model, target });
   }
   if (callable.length === 0) {
-    const first = rule.targets[0] ?? { providerName: rule.providerName, upstreamModel: rule.upstreamModel, weight: null };
+    const first = rule.targets[0]!;
     return { ok: false, error: targetError(config, rule, first, options) ?? providerNotConfigured(first.providerName) };
   }
 
