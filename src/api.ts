@@ -13,6 +13,7 @@ import {
 import type { Logger } from "./platform/logger.ts";
 import { undecodableInputGate } from "./platform/decode-errors.ts";
 import { createOpsHandler } from "./platform/ops.ts";
+import type { Registry } from "prom-client";
 import { listen, type Listener } from "./platform/server.ts";
 import { createRestFacade } from "./rest/facade.ts";
 import { inProcessCalls } from "./rest/in-process.ts";
@@ -54,6 +55,8 @@ export async function startApi(
     detectors: () => Promise<TextDetectors>;
   },
   rows: { pool: pg.Pool; store: RowStore; ingest: RowIngest },
+  /** The process's Prometheus registry, served at /metrics. */
+  metrics: Registry,
 ): Promise<Api> {
   // Uploads (src/storage): the store that presigns and opens objects, and the handler of upload URLs,
   // signed with a key derived from the master key.
@@ -144,7 +147,7 @@ export async function startApi(
     logger,
   });
   // Ready when the database answers `select 1` as fast as a new connection must open.
-  const ops = createOpsHandler(async () => orm.isConnected(), config.databaseDeadlines.connectTimeoutMs);
+  const ops = createOpsHandler(async () => orm.isConnected(), config.databaseDeadlines.connectTimeoutMs, metrics);
   const handler = connectNodeAdapter({
     routes: routeFn,
     ...routerOptions,

@@ -1,6 +1,7 @@
 import { writeFile, mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { MikroORM } from "@mikro-orm/postgresql";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import { commitEntities } from "./commits/entities.ts";
 import { gatewayEntities } from "./gateway/config/entities.ts";
 import { loadMasterKey, SecretBox } from "./gateway/config/secrets.ts";
@@ -94,6 +95,9 @@ export async function startApp(
   });
   const rows = { pool: rowPool, store: new RowStore(rowPool) };
   const ingest = new RowIngest(orm, rows.store);
+  // One Prometheus registry per process, served at /metrics on both listeners.
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
   const counters = await openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, deadlines: config.databaseDeadlines, leaseTtlMs: config.usageLeaseTtlMs, logger });
   // Each half is loaded only by a process that serves it, so that a gateway process stays small.
   const gateway = roles.gateway
@@ -115,6 +119,7 @@ export async function startApp(
         defaultMaxTokens: config.gatewayDefaultMaxTokens,
         guardrailLimits: config.guardrailLimits,
         pipelineSink: (id, rowConfig, rows) => ingest.stream(id, rowConfig, rows),
+        metrics,
       })
     : undefined;
   const api = roles.api
@@ -132,6 +137,7 @@ export async function startApp(
           detectors: gateway ? () => gateway.detectors.ready : once(() => loadTextDetectors(hooks.detectorSources)),
         },
         { ...rows, ingest },
+        metrics,
       )
     : undefined;
 

@@ -1,8 +1,23 @@
 import { startApp, type Roles } from "./app.ts";
-import { loadConfig } from "./platform/config.ts";
+import { DataDirInUseError } from "./db/embedded.ts";
+import { ConfigError, loadConfig, type Config } from "./platform/config.ts";
 import { createLogger } from "./platform/logger.ts";
 
-const config = loadConfig(process.env);
+/** A start refused for a reason the operator must fix: said plainly on stderr, exit status 2. */
+function cannotStart(problems: readonly string[]): never {
+  const text = problems.length === 1 ? ` ${problems[0]}` : `\n${problems.map((p) => `  ${p}`).join("\n")}`;
+  process.stderr.write(`Warden cannot start:${text}\n`);
+  process.exit(2);
+}
+
+// Every setting is checked before anything starts, the logger included.
+let config: Config;
+try {
+  config = loadConfig(process.env);
+} catch (err) {
+  if (err instanceof ConfigError) cannotStart(err.problems);
+  throw err;
+}
 const logger = createLogger(config.logLevel);
 
 // `node src/main.ts` serves both halves; `gateway` or `api` serves one, so that each can scale alone.
@@ -48,6 +63,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 await starting.catch((err: unknown) => {
+  if (err instanceof DataDirInUseError) cannotStart([err.message]);
   logger.fatal({ err }, "Warden failed to start");
   process.exit(1);
 });

@@ -151,6 +151,8 @@ interface RouteCase {
   list?: boolean;
   /** Capped at WARDEN_INGEST_MAX_BODY_BYTES instead (test/pipeline-data.test.ts). */
   largeBody?: boolean;
+  /** A list's largest perPage, when it is not 100. */
+  maxPerPage?: number;
   /** A list's answer past its last page, when it holds more than `items`. */
   emptyPage?: unknown;
   /** The field named when the first ID of the path is not a UUID, and the 404 message. */
@@ -207,6 +209,7 @@ const routes: RouteCase[] = [
     body: () => ({ startTimestamp: 1_763_971_200, endTimestamp: 1_763_974_800 }), idField: "testId", notFound: "Test not found",
   },
   { method: "GET", template: "/v1/tests/{test}/results", rpc: "ListResultsOfTest", permission: "READ", list: true, idField: "testId", notFound: "Test not found", emptyPage: { items: [], lastUnskippedResult: null } },
+  { method: "GET", template: "/v1/gateway/request-log", rpc: "ListRequestLog", permission: "READ", list: true, maxPerPage: 1000 },
 ];
 
 const bodyRoutes = routes.filter((r) => r.body);
@@ -220,9 +223,12 @@ function send(route: RouteCase, ids: Ids, options: CallOptions = {}): Promise<Ap
 it("the route table above is every REST route of the management API's protos, with its auth rule", () => {
   const shape = (method: string, template: string, rpc: string, permission: string, apiKeyHeader: boolean) =>
     `${method} ${template.replace(/\{\w+\}/g, "{}")} ${rpc} ${permission}${apiKeyHeader ? " +X-Api-Key" : ""}`;
-  // The gateway's control plane has its own matrix, in gateway-admin.test.ts.
-  const management = services.filter((service) => !service.typeName.startsWith("warden.gateway."));
-  const fromProtos = new RouteTable(management).routes.map((route) => {
+  // The gateway's control plane has its own matrix, in gateway-admin.test.ts; its request log is
+  // a list that operators read as they read the management API's, and it is held to this one.
+  const management = new RouteTable(services).routes.filter(
+    (route) => !route.rpc.parent.typeName.startsWith("warden.gateway.") || route.rpc.name === "ListRequestLog",
+  );
+  const fromProtos = management.map((route) => {
     const rule = getOption(route.rpc, auth);
     return shape(route.httpMethod, route.template, route.rpc.name, ProtoPermission[rule.permission], rule.apiKeyHeader);
   });
@@ -392,10 +398,10 @@ describe("IDs in paths", () => {
 });
 
 describe("pagination on every list route", () => {
-  const cases: [string, string][] = [
-    ["perPage=0", "perPage must be an integer from 1 to 100"],
-    ["perPage=101", "perPage must be an integer from 1 to 100"],
-    ["perPage=-1", "perPage must be an integer from 1 to 100"],
+  const cases = (max: number): [string, string][] => [
+    ["perPage=0", `perPage must be an integer from 1 to ${max}`],
+    [`perPage=${max + 1}`, `perPage must be an integer from 1 to ${max}`],
+    ["perPage=-1", `perPage must be an integer from 1 to ${max}`],
     ["perPage=abc", "perPage must be an integer"],
     ["perPage=1.5", "perPage must be an integer"],
     ["perPage=", "perPage must be an integer"],
@@ -404,16 +410,16 @@ describe("pagination on every list route", () => {
     ["page=abc", "page must be an integer"],
     ["page=99999999999", "page is out of range"],
   ];
-  const matrix = listRoutes.flatMap((route) => cases.map(([query, message]) => ({ ...route, query, message })));
+  const matrix = listRoutes.flatMap((route) => cases(route.maxPerPage ?? 100).map(([query, message]) => ({ ...route, query, message })));
 
   it.each(matrix)("$method $template?$query is 400", async ({ template, query, message }) => {
     expectError(await call("GET", `${fill(template, own)}?${query}`), 400, message);
   });
 
-  it.each(listRoutes)("$method $template: the edges 1 and 100 are allowed, and a page far past the end is empty", async ({ template, emptyPage }) => {
+  it.each(listRoutes)("$method $template: the edges 1 and the largest are allowed, and a page far past the end is empty", async ({ template, emptyPage, maxPerPage }) => {
     const path = fill(template, own);
     expect((await call("GET", `${path}?perPage=1`)).status).toBe(200);
-    expect((await call("GET", `${path}?perPage=100`)).status).toBe(200);
+    expect((await call("GET", `${path}?perPage=${maxPerPage ?? 100}`)).status).toBe(200);
     const far = await call("GET", `${path}?page=2147483647&perPage=100`);
     expect({ status: far.status, body: far.body }).toEqual({ status: 200, body: emptyPage ?? { items: [] } });
   });

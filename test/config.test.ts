@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../src/platform/config.ts";
+import { ConfigError, loadConfig } from "../src/platform/config.ts";
 
 /** Settings that would break a bound are refused at start, with the variable named. */
 describe("the settings of deadlines, caps and timeouts", () => {
@@ -32,6 +32,6 @@ describe("the settings of deadlines, caps and timeouts", () => {
     [{ WARDEN_JUDGE_GATEWAY_URL: "not a url" }, 'WARDEN_JUDGE_GATEWAY_URL must be a URL, got "not a url"'],
     [{ WARDEN_PUBLIC_URL: "ftp://warden.example" }, 'WARDEN_PUBLIC_URL must be an http or https URL without query or fragment, got "ftp://warden.example"'],
   ])("refuses %j", (env, message) => {
-    expect(() => loadConfig(env)).toThrow(new Error(message));
+    expect(() => loadConfig(env)).toThrow(new ConfigError([message]));
   });
 });

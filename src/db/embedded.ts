@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import type { Logger } from "../platform/logger.ts";
@@ -20,8 +20,90 @@ const databaseName = "warden";
  * system PostgreSQL.
  */
 export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
-  const databaseDir = path.join(dataDir, "pg");
   await mkdir(dataDir, { recursive: true });
+  // First, before anything is touched: a second Warden on this directory stops here, at once.
+  const release = await lockDataDir(dataDir);
+  try {
+    const database = await startServer(dataDir, logger);
+    return {
+      url: database.url,
+      stop: async () => {
+        try {
+          await database.stop();
+        } finally {
+          await release();
+        }
+      },
+    };
+  } catch (err) {
+    await release();
+    throw err;
+  }
+}
+
+/** Another Warden holds the data directory (its `warden.pid`). */
+export class DataDirInUseError extends Error {
+  readonly dataDir: string;
+  readonly pid: number;
+
+  constructor(dataDir: string, pid: number) {
+    super(`the data directory ${dataDir} is in use by another Warden (process ${pid}).`);
+    this.name = "DataDirInUseError";
+    this.dataDir = dataDir;
+    this.pid = pid;
+  }
+}
+
+/**
+ * Takes `<dataDir>/warden.pid` for this process, or throws DataDirInUseError if a live process
+ * holds it. A file whose process is gone (a Warden that crashed) is taken over. The file appears
+ * with the pid already in it (written aside, then hard-linked), so that another starter never reads
+ * it empty. Resolves to the release, which removes the file if it is still ours.
+ */
+export async function lockDataDir(dataDir: string, pid: number = process.pid): Promise<() => Promise<void>> {
+  const dir = path.resolve(dataDir);
+  const file = path.join(dir, "warden.pid");
+  const aside = path.join(dir, `warden.pid.${pid}`);
+  await writeFile(aside, `${pid}\n`);
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await link(aside, file);
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 3) throw err;
+      }
+      const holder = Number.parseInt(await readFile(file, "utf8").catch(() => ""), 10);
+      if (Number.isSafeInteger(holder) && holder > 0 && holder !== pid && (await isWarden(holder))) {
+        throw new DataDirInUseError(dir, holder);
+      }
+      // Stale: its process is gone. Another starter may take it over at the same moment; link decides.
+      await unlink(file).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "ENOENT") throw err;
+      });
+    }
+  } finally {
+    await unlink(aside).catch(() => {});
+  }
+  return async () => {
+    const holder = await readFile(file, "utf8").catch(() => "");
+    if (Number.parseInt(holder, 10) === pid) await unlink(file).catch(() => {});
+  };
+}
+
+/** Whether `pid` is alive and, where /proc tells, a Node.js process (a pid reused by another program is not). */
+async function isWarden(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => undefined);
+  return cmdline === undefined || cmdline === "" || /node/.test(cmdline);
+}
+
+async function startServer(dataDir: string, logger: Logger): Promise<EmbeddedDatabase> {
+  const databaseDir = path.join(dataDir, "pg");
   // The server runs as another OS user, which must be able to pass through to its own folder.
   await chmod(dataDir, 0o711);
   const password = await readOrCreateSecret(path.join(dataDir, "pg-password"));

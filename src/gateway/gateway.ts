@@ -1,4 +1,5 @@
 import http from "node:http";
+import type { Registry } from "prom-client";
 import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { DatabaseDeadlines } from "../db/deadlines.ts";
@@ -17,6 +18,7 @@ import { WorkerPool } from "./guardrails/worker-pool.ts";
 import { createLimitStep } from "./limits/limit-step.ts";
 import type { CounterStore } from "./limits/types.ts";
 import { RequestLog } from "./usage/request-log.ts";
+import { GatewayMetrics } from "./usage/metrics.ts";
 import { TrafficRows, type PipelineSink } from "./usage/traffic-rows.ts";
 import { standInTranscript } from "./guardrails/text.ts";
 
@@ -43,6 +45,8 @@ export interface GatewayOptions {
    * keys bound to one. Without it, such rows are dropped and counted.
    */
   pipelineSink?: PipelineSink;
+  /** The process's Prometheus registry: the gateway's metrics join it, and its listener serves it at /metrics. */
+  metrics: Registry;
 }
 
 export interface Gateway {
@@ -84,6 +88,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const upstreams = new UpstreamRegistry();
   const requestLog = new RequestLog({ databaseUrl: options.databaseUrl, deadlines: options.databaseDeadlines, logger, retentionDays: options.requestLogRetentionDays });
   const pipelineRows = new TrafficRows({ sink: options.pipelineSink, logger, transcriptOfStandIn: standInTranscript });
+  const metrics = new GatewayMetrics(options.metrics, { requestLog: () => requestLog.buffered, pipelineRows: () => pipelineRows.buffered });
   const handle = createGatewayHandler({
     watcher,
     upstreams,
@@ -95,6 +100,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     maxBodyBytes: options.maxBodyBytes,
     defaultMaxTokens: options.defaultMaxTokens,
+    metrics,
   });
   // A client slow to send its headers or its body, or idle, is let go; a slow provider or a long
   // stream is not: none of these bounds the response.
@@ -106,6 +112,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const body = JSON.stringify({ status: alive ? "ok" : ready ? "ready" : detectors.state });
       res.writeHead(alive || ready ? 200 : 503, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
+      return;
+    }
+    if (req.method === "GET" && req.url === "/metrics") {
+      options.metrics.metrics().then(
+        (text) => {
+          res.writeHead(200, { "content-type": options.metrics.contentType, "content-length": Buffer.byteLength(text) });
+          res.end(text);
+        },
+        (err: unknown) => {
+          logger.error({ err }, "metrics could not be collected");
+          res.writeHead(500).end();
+        },
+      );
       return;
     }
     handle(req, res);

@@ -1,13 +1,11 @@
-import { collectDefaultMetrics, Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { respond, type NodeServerRequest, type NodeServerResponse } from "./http.ts";
 
 /**
  * /healthz (the process answers), /readyz (it can serve: the database answers, within
  * `readyTimeoutMs`; 0 waits as long as the check takes) and /metrics.
  */
-export function createOpsHandler(ready: () => Promise<boolean>, readyTimeoutMs: number) {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+export function createOpsHandler(ready: () => Promise<boolean>, readyTimeoutMs: number, registry: Registry) {
   return async function handleOps(req: NodeServerRequest, res: NodeServerResponse): Promise<boolean> {
     if (req.method !== "GET") return false;
     switch (req.url) {

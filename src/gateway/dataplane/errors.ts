@@ -27,6 +27,8 @@ export interface GatewayErrorOptions {
   detailObject?: GuardrailDetail;
   /** Extra response headers, such as Allow on a 405. */
   headers?: Record<string, string>;
+  /** The provider's failure, passed on (not a refusal of the gateway's own). */
+  fromProvider?: boolean;
 }
 
 export class GatewayError extends Error {
@@ -37,6 +39,7 @@ export class GatewayError extends Error {
   readonly detailObject: GuardrailDetail | undefined;
   readonly headers: Record<string, string>;
   readonly final: boolean;
+  readonly fromProvider: boolean;
 
   constructor(status: number, message: string, options: GatewayErrorOptions = {}) {
     super(message);
@@ -45,6 +48,7 @@ export class GatewayError extends Error {
     this.final = options.final ?? retryCannotFix(status, options.retryAfter);
     this.detailObject = options.detailObject;
     this.headers = options.headers ?? {};
+    this.fromProvider = options.fromProvider ?? false;
   }
 }
 
@@ -223,12 +227,12 @@ export const noRoutingRule = (model: string) =>
 
 /** 4xx keep the provider's status (429 included), 5xx and anything else become 502; message kept. */
 export function providerErrorToGatewayError(status: number, providerMessage: string): GatewayError {
-  return new GatewayError(status >= 400 && status < 500 ? status : 502, providerMessage);
+  return new GatewayError(status >= 400 && status < 500 ? status : 502, providerMessage, { fromProvider: true });
 }
 
 /** A translated call's answer (or stream event) that is not what its format says: the provider's fault. */
-export const unreadableAnswer = (detail: string) =>
-  new GatewayError(502, `The provider's answer could not be read: ${detail}`);
+export const UNREADABLE_ANSWER_PREFIX = "The provider's answer could not be read: ";
+export const unreadableAnswer = (detail: string) => new GatewayError(502, `${UNREADABLE_ANSWER_PREFIX}${detail}`, { fromProvider: true });
 
 export const UPSTREAM_TIMEOUT_MESSAGE = "The provider did not answer in time.";
 export const UPSTREAM_BODY_TIMEOUT_MESSAGE = "The provider stopped sending its response before it was complete.";
@@ -237,9 +241,10 @@ export const UPSTREAM_DROPPED_MESSAGE = "The provider closed the connection befo
 
 /** Timeouts are 504 ("did not answer in time"), connection failures 502. */
 export function gatewayErrorForUpstream(err: TypedUpstreamError): GatewayError {
-  if (err instanceof UpstreamTimeoutError) return new GatewayError(504, UPSTREAM_TIMEOUT_MESSAGE);
-  if (err instanceof UpstreamBodyTimeoutError) return new GatewayError(504, UPSTREAM_BODY_TIMEOUT_MESSAGE);
-  return new GatewayError(502, err.phase === "request" ? UPSTREAM_UNREACHABLE_MESSAGE : UPSTREAM_DROPPED_MESSAGE);
+  const fromProvider = true;
+  if (err instanceof UpstreamTimeoutError) return new GatewayError(504, UPSTREAM_TIMEOUT_MESSAGE, { fromProvider });
+  if (err instanceof UpstreamBodyTimeoutError) return new GatewayError(504, UPSTREAM_BODY_TIMEOUT_MESSAGE, { fromProvider });
+  return new GatewayError(502, err.phase === "request" ? UPSTREAM_UNREACHABLE_MESSAGE : UPSTREAM_DROPPED_MESSAGE, { fromProvider });
 }
 
 /** 500 is not in the spec's table: it is only for bugs, and says nothing of them. */

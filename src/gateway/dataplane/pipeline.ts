@@ -20,6 +20,7 @@ import type { Upstream, UpstreamResponse } from "../providers/upstream.ts";
 import { isUpstreamError } from "../providers/errors.ts";
 import type { Attempt } from "../routing/candidates.ts";
 import { Cooldown, parseRetryAfter } from "../routing/cooldown.ts";
+import { refusalReason, upstreamErrorType, type GatewayMetrics } from "../usage/metrics.ts";
 import type { WireFormat } from "../formats/format.ts";
 import { resolveRoute } from "../routing/resolve.ts";
 import { matchEndpoint, styleForUnknownPath } from "./endpoints.ts";
@@ -71,6 +72,8 @@ export interface PipelineDeps {
   defaultMaxTokens: number;
   /** Which providers this process skips for a while; default: a new one. */
   cooldown?: Cooldown;
+  /** The Prometheus metrics; none when absent. */
+  metrics?: GatewayMetrics;
 }
 
 
@@ -94,11 +97,17 @@ interface Trace {
   /** The request's logger: every line carries its request ID. Made when first used. */
   readonly log: Logger;
   requestId: string;
+  /** performance.now() when the request arrived. */
+  started: number;
   endpoint: string;
   key?: GatewayKey;
   model?: string;
   provider?: string;
   errorType?: string;
+  /** Why the gateway refused the request itself, for the metrics. */
+  refusal?: string;
+  /** The gateway's own time before its first provider call. */
+  overheadMs?: number;
   ttfbMs?: number;
   usage?: TokenUsage;
   tokensEstimated?: boolean;
@@ -129,11 +138,13 @@ export function createGatewayHandler(deps: PipelineDeps) {
         return (log ??= deps.logger.child({ requestId }));
       },
       requestId,
+      started: performance.now(),
       endpoint: "unknown",
     };
-    const started = performance.now();
+    const started = trace.started;
     const time = new Date();
     inFlight += 1;
+    deps.metrics?.started();
     handle(req, res, trace, inFlight, started)
       .catch((err: unknown) => fail(res, trace, "responses", err))
       .finally(() => {
@@ -165,6 +176,18 @@ export function createGatewayHandler(deps: PipelineDeps) {
           inputTokens: trace.usage?.inputTokens ?? 0,
           outputTokens: trace.usage?.outputTokens ?? 0,
           tokensEstimated: trace.tokensEstimated ?? false,
+        });
+        deps.metrics?.ended({
+          endpoint: trace.endpoint,
+          provider: trace.provider ?? null,
+          model: trace.model ?? null,
+          status: res.statusCode,
+          errorType: trace.errorType ?? null,
+          latencyMs: performance.now() - started,
+          ttfbMs: trace.ttfbMs ?? null,
+          usage: trace.usage,
+          overheadMs: trace.overheadMs ?? null,
+          refusal: trace.refusal,
         });
         if (trace.capture && trace.key && deps.traffic) {
           deps.traffic.record({
@@ -281,7 +304,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
             ? translatedStream(events, translation.to.streamReader(nowSeconds()), translation.from.streamWriter({ streamUsage }), meter)
             : passedStream(events, spec.format ?? "responses", meter);
           try {
-            await writeStream(res, stream, meter, firstByte, finish);
+            await writeStream(res, stream, meter, firstByte, finish, (err) => countUpstreamFailure(trace, err));
           } finally {
             // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
             trace.usage = meter.usage;
@@ -376,6 +399,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         } else {
           upstreamBody = attempt.upstreamModel === body.model ? raw : await bodies.withModel(raw, body, attempt.upstreamModel);
         }
+        trace.overheadMs ??= performance.now() - trace.started;
         const response = await upstream.send({
           path: target.path,
           body: upstreamBody,
@@ -409,6 +433,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
   /** A failed attempt the call moved on from, as a request-log row of its own. */
   function recordSuperseded(trace: Trace, failure: unknown, latencyMs: number): void {
     const error = asGatewayError(failure);
+    countUpstreamFailure(trace, failure);
     deps.requestLog.record({
       requestId: trace.requestId,
       time: new Date(),
@@ -443,6 +468,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
     meter: StreamMeter,
     firstByte: () => void,
     finish: () => Promise<void>,
+    /** A failure after the first piece, which the error event answers. */
+    broken: (err: unknown) => void,
   ): Promise<void> {
     let started = false;
     const start = () => {
@@ -461,6 +488,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       res.end();
     } catch (err) {
       if (!started || res.destroyed) throw err;
+      broken(err);
       await finish();
       res.end(stream.errorEvent(asGatewayError(err).message));
     }
@@ -484,9 +512,24 @@ export function createGatewayHandler(deps: PipelineDeps) {
     return key;
   }
 
+  /**
+   * A provider's failure, counted and logged once, with its type (a refusal of the gateway's own
+   * is neither): the request log says a call failed, this line says how the provider failed it.
+   */
+  function countUpstreamFailure(trace: Trace, err: unknown): void {
+    const type = upstreamErrorType(err);
+    if (type === undefined) return;
+    const provider = trace.provider ?? "";
+    deps.metrics?.upstreamFailed(provider, type);
+    const error = asGatewayError(err);
+    trace.log.warn({ provider, model: trace.model, type, status: error.status, message: error.message }, "provider call failed");
+  }
+
   function fail(res: ServerResponse, trace: Trace, style: EndpointStyle, err: unknown): void {
     const error = asGatewayError(err);
     trace.errorType = errorTypeFor(error.status);
+    countUpstreamFailure(trace, err);
+    trace.refusal = refusalReason(error);
     if (error.detailObject) trace.guardrailVerdict = `${error.detailObject.type}:blocked:${error.detailObject.stage}`;
     // The caller went away (which also aborts the provider call): there is no one to answer.
     if (res.destroyed) return;

@@ -7,6 +7,7 @@ import { usageLimitMessage } from "../admin/usage-limits.ts";
 import { UsageLimitEntity } from "../config/entities.ts";
 import { usageLimitOf } from "../config/snapshot.ts";
 import type { CounterStore } from "../limits/types.ts";
+import { listRequestLog } from "./request-log-query.ts";
 
 /** The request-log column each grouping sums by; groups are a list, so they are unnested. */
 const subjectColumn: Record<UsageGrouping, string> = {
@@ -72,6 +73,10 @@ export function createGatewayUsageService(options: UsageServiceOptions): Service
           };
         }),
       };
+    },
+
+    listRequestLog(req, ctx) {
+      return listRequestLog(emOf(ctx), principalOf(ctx).workspaceId, req);
     },
   };
 }

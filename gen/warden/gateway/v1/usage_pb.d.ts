@@ -190,6 +190,236 @@ export declare type ListLimitConsumptionResponse = Message<"warden.gateway.v1.Li
 export declare const ListLimitConsumptionResponseSchema: GenMessage<ListLimitConsumptionResponse>;
 
 /**
+ * Every filter is optional; those given are combined with AND. Entries of the caller's workspace only.
+ *
+ * @generated from message warden.gateway.v1.ListRequestLogRequest
+ */
+export declare type ListRequestLogRequest = Message<"warden.gateway.v1.ListRequestLogRequest"> & {
+  /**
+   * 1-based; default 1.
+   *
+   * @generated from field: optional int32 page = 1;
+   */
+  page?: number | undefined;
+
+  /**
+   * 1 to 1000; default 100.
+   *
+   * @generated from field: optional int32 per_page = 2;
+   */
+  perPage?: number | undefined;
+
+  /**
+   * From (inclusive) and to (exclusive), on the time a request started; default: the last 24 hours.
+   * Pages are numbered within the window: over a live log, pass an end_time in the past (the
+   * first page's time, say) so that later requests do not shift the pages.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 3;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_time = 4;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional string key_id = 5;
+   */
+  keyId?: string | undefined;
+
+  /**
+   * @generated from field: optional string user_id = 6;
+   */
+  userId?: string | undefined;
+
+  /**
+   * Exact matches.
+   *
+   * @generated from field: optional string model = 7;
+   */
+  model?: string | undefined;
+
+  /**
+   * @generated from field: optional string provider = 8;
+   */
+  provider?: string | undefined;
+
+  /**
+   * @generated from field: optional string endpoint = 9;
+   */
+  endpoint?: string | undefined;
+
+  /**
+   * An HTTP status code, 100 to 599.
+   *
+   * @generated from field: optional int32 status = 10;
+   */
+  status?: number | undefined;
+
+  /**
+   * @generated from field: optional string error_type = 11;
+   */
+  errorType?: string | undefined;
+
+  /**
+   * Default false: final attempts only. True: only the attempts a call moved on from.
+   *
+   * @generated from field: optional bool superseded = 12;
+   */
+  superseded?: boolean | undefined;
+
+  /**
+   * @generated from field: optional string request_id = 13;
+   */
+  requestId?: string | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListRequestLogRequest.
+ * Use `create(ListRequestLogRequestSchema)` to create a new message.
+ */
+export declare const ListRequestLogRequestSchema: GenMessage<ListRequestLogRequest>;
+
+/**
+ * One row of the request log.
+ *
+ * @generated from message warden.gateway.v1.RequestLogEntry
+ */
+export declare type RequestLogEntry = Message<"warden.gateway.v1.RequestLogEntry"> & {
+  /**
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * When the request started.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 3;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional string workspace_id = 4;
+   */
+  workspaceId?: string | undefined;
+
+  /**
+   * @generated from field: optional string key_id = 5;
+   */
+  keyId?: string | undefined;
+
+  /**
+   * The key's name, while the key exists and has one.
+   *
+   * @generated from field: optional string key_name = 6;
+   */
+  keyName?: string | undefined;
+
+  /**
+   * @generated from field: optional string user_id = 7;
+   */
+  userId?: string | undefined;
+
+  /**
+   * @generated from field: repeated string group_ids = 8;
+   */
+  groupIds: string[];
+
+  /**
+   * @generated from field: string endpoint = 9;
+   */
+  endpoint: string;
+
+  /**
+   * @generated from field: optional string model = 10;
+   */
+  model?: string | undefined;
+
+  /**
+   * @generated from field: optional string provider = 11;
+   */
+  provider?: string | undefined;
+
+  /**
+   * @generated from field: int32 status = 12;
+   */
+  status: number;
+
+  /**
+   * @generated from field: optional string error_type = 13;
+   */
+  errorType?: string | undefined;
+
+  /**
+   * @generated from field: int32 latency_ms = 14;
+   */
+  latencyMs: number;
+
+  /**
+   * @generated from field: optional int32 ttfb_ms = 15;
+   */
+  ttfbMs?: number | undefined;
+
+  /**
+   * @generated from field: int64 input_tokens = 16;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: int64 output_tokens = 17;
+   */
+  outputTokens: bigint;
+
+  /**
+   * @generated from field: bool tokens_estimated = 18;
+   */
+  tokensEstimated: boolean;
+
+  /**
+   * @generated from field: optional string guardrail_verdict = 19;
+   */
+  guardrailVerdict?: string | undefined;
+
+  /**
+   * @generated from field: bool superseded = 20;
+   */
+  superseded: boolean;
+};
+
+/**
+ * Describes the message warden.gateway.v1.RequestLogEntry.
+ * Use `create(RequestLogEntrySchema)` to create a new message.
+ */
+export declare const RequestLogEntrySchema: GenMessage<RequestLogEntry>;
+
+/**
+ * @generated from message warden.gateway.v1.ListRequestLogResponse
+ */
+export declare type ListRequestLogResponse = Message<"warden.gateway.v1.ListRequestLogResponse"> & {
+  /**
+   * @generated from field: repeated warden.gateway.v1.RequestLogEntry items = 1;
+   */
+  items: RequestLogEntry[];
+
+  /**
+   * @generated from field: optional int32 next_page = 2;
+   */
+  nextPage?: number | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListRequestLogResponse.
+ * Use `create(ListRequestLogResponseSchema)` to create a new message.
+ */
+export declare const ListRequestLogResponseSchema: GenMessage<ListRequestLogResponse>;
+
+/**
  * @generated from enum warden.gateway.v1.UsageGrouping
  */
 export enum UsageGrouping {
@@ -245,6 +475,16 @@ export declare const GatewayUsageService: GenService<{
     methodKind: "unary";
     input: typeof ListLimitConsumptionRequestSchema;
     output: typeof ListLimitConsumptionResponseSchema;
+  },
+  /**
+   * The request log itself, one entry per gateway request (or per attempt), newest first.
+   *
+   * @generated from rpc warden.gateway.v1.GatewayUsageService.ListRequestLog
+   */
+  listRequestLog: {
+    methodKind: "unary";
+    input: typeof ListRequestLogRequestSchema;
+    output: typeof ListRequestLogResponseSchema;
   },
 }>;
 

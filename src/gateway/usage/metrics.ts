@@ -1,0 +1,201 @@
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { GatewayError, UNREADABLE_ANSWER_PREFIX } from "../dataplane/errors.ts";
+import { UpstreamBodyTimeoutError, UpstreamConnectionError, UpstreamTimeoutError } from "../providers/errors.ts";
+import type { TokenUsage } from "./provider-usage.ts";
+
+/**
+ * The gateway's Prometheus metrics. Where the OpenTelemetry GenAI semantic conventions define a
+ * metric, its name and attributes are theirs, mapped as OpenTelemetry's Prometheus exporter maps
+ * them (dots to underscores, the unit as a suffix: `gen_ai.server.request.duration` in seconds is
+ * `gen_ai_server_request_duration_seconds`; `{token}` is an annotation and adds nothing). The
+ * rest are Warden's own, under `warden_gateway_`. Every metric is listed in docs/operations.md.
+ */
+
+/** The OpenTelemetry GenAI operation of each endpoint. */
+const operations: Record<string, string> = {
+  messages: "chat",
+  responses: "chat",
+  chat: "chat",
+  embeddings: "embeddings",
+  images: "generate_content",
+  count_tokens: "count_tokens",
+};
+
+/** The conventions' advisory buckets (seconds; tokens). */
+const durationBuckets = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+const firstTokenBuckets = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+const tokenBuckets = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+/** The gateway's own time is counted in tenths of a millisecond to tens of milliseconds. */
+const overheadBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+/**
+ * At most this many model names become label values; the rest are counted as "other". Callers
+ * choose model names, and a catch-all rule routes any of them: without a bound, one caller could
+ * grow the metrics (and every scrape) without end.
+ */
+const MAX_MODELS = 200;
+
+/** One request as the metrics see it, when it has ended. */
+export interface RequestMeasure {
+  endpoint: string;
+  provider: string | null;
+  model: string | null;
+  status: number;
+  /** The spec's error type, for an error answer. */
+  errorType: string | null;
+  latencyMs: number;
+  ttfbMs: number | null;
+  usage: TokenUsage | undefined;
+  /** The gateway's own time before it called the provider (null: it never did). */
+  overheadMs: number | null;
+  /** Why the gateway refused the request itself (not a provider's error); undefined when it did not. */
+  refusal: string | undefined;
+}
+
+export class GatewayMetrics {
+  readonly #requests: Counter;
+  readonly #duration: Histogram;
+  readonly #firstToken: Histogram;
+  readonly #tokens: Histogram;
+  readonly #overhead: Histogram;
+  readonly #refusals: Counter;
+  readonly #upstreamErrors: Counter;
+  readonly #inFlight: Gauge;
+  readonly #models = new Set<string>();
+
+  constructor(registry: Registry, queues: { requestLog: () => number; pipelineRows: () => number }) {
+    const registers = [registry];
+    this.#requests = new Counter({
+      name: "warden_gateway_requests_total",
+      help: "Gateway requests answered, by endpoint, provider, model and HTTP status.",
+      labelNames: ["endpoint", "provider", "model", "status"],
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: "gen_ai_server_request_duration_seconds",
+      help: "Time from the request to the last byte of its answer (gen_ai.server.request.duration).",
+      labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "error_type"],
+      buckets: durationBuckets,
+      registers,
+    });
+    this.#firstToken = new Histogram({
+      name: "gen_ai_server_time_to_first_token_seconds",
+      help: "Time from the request to the first byte of a successful answer (gen_ai.server.time_to_first_token).",
+      labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model"],
+      buckets: firstTokenBuckets,
+      registers,
+    });
+    this.#tokens = new Histogram({
+      name: "gen_ai_client_token_usage",
+      help: "Tokens per request, input and output, as the provider reported them (gen_ai.client.token.usage).",
+      labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "gen_ai_token_type"],
+      buckets: tokenBuckets,
+      registers,
+    });
+    this.#overhead = new Histogram({
+      name: "warden_gateway_overhead_seconds",
+      help: "The gateway's own time before it called the provider: checks, guardrails, limits, routing, translation.",
+      labelNames: ["endpoint"],
+      buckets: overheadBuckets,
+      registers,
+    });
+    this.#refusals = new Counter({
+      name: "warden_gateway_refusals_total",
+      help: "Requests the gateway refused itself, by reason: key, access, limit, guardrail, capacity, unavailable, configuration, request.",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.#upstreamErrors = new Counter({
+      name: "warden_gateway_upstream_errors_total",
+      help: "Provider calls that failed, by provider and type: timeout, body_timeout, connection, status_429, status_5xx, status_4xx, unreadable.",
+      labelNames: ["provider", "type"],
+      registers,
+    });
+    this.#inFlight = new Gauge({ name: "warden_gateway_requests_in_flight", help: "Gateway requests in flight in this process.", registers });
+    new Gauge({
+      name: "warden_gateway_request_log_buffered",
+      help: "Request-log rows waiting to be written.",
+      registers,
+      collect() {
+        this.set(queues.requestLog());
+      },
+    });
+    new Gauge({
+      name: "warden_gateway_pipeline_rows_buffered",
+      help: "Inference-pipeline rows of gateway traffic waiting to be written.",
+      registers,
+      collect() {
+        this.set(queues.pipelineRows());
+      },
+    });
+  }
+
+  started(): void {
+    this.#inFlight.inc();
+  }
+
+  ended(request: RequestMeasure): void {
+    this.#inFlight.dec();
+    const model = this.#model(request.model);
+    const provider = request.provider ?? "";
+    this.#requests.inc({ endpoint: request.endpoint, provider, model, status: request.status });
+    if (request.refusal !== undefined) this.#refusals.inc({ reason: request.refusal });
+    // Requests that named no endpoint (a wrong path) are counted, but timed under none.
+    const operation = operations[request.endpoint];
+    if (operation === undefined) return;
+    const genAi = { gen_ai_operation_name: operation, gen_ai_provider_name: provider, gen_ai_request_model: model };
+    this.#duration.observe({ ...genAi, error_type: request.errorType ?? "" }, request.latencyMs / 1000);
+    if (request.ttfbMs !== null && request.status < 400) this.#firstToken.observe(genAi, request.ttfbMs / 1000);
+    if (request.usage) {
+      this.#tokens.observe({ ...genAi, gen_ai_token_type: "input" }, request.usage.inputTokens);
+      this.#tokens.observe({ ...genAi, gen_ai_token_type: "output" }, request.usage.outputTokens);
+    }
+    if (request.overheadMs !== null) this.#overhead.observe({ endpoint: request.endpoint }, request.overheadMs / 1000);
+  }
+
+  upstreamFailed(provider: string, type: string): void {
+    this.#upstreamErrors.inc({ provider, type });
+  }
+
+  #model(model: string | null): string {
+    if (model === null) return "";
+    if (this.#models.has(model)) return model;
+    if (this.#models.size >= MAX_MODELS) return "other";
+    this.#models.add(model);
+    return model;
+  }
+}
+
+/**
+ * Why the gateway refused a request itself, by the error it answered; undefined for a provider's
+ * error passed on, and for the gateway's own failures (500).
+ */
+export function refusalReason(error: GatewayError): string | undefined {
+  if (error.fromProvider || error.status === 500) return undefined;
+  switch (error.status) {
+    case 401:
+      return "key";
+    case 403:
+      return "access";
+    case 422:
+      return "guardrail";
+    case 429:
+      return "limit";
+    case 503:
+      // The capacity 503s say to retry in a second, the loading and database ones in five.
+      return error.retryAfter === 1 ? "capacity" : error.retryAfter === undefined ? "configuration" : "unavailable";
+  }
+  return "request";
+}
+
+/** The type of a provider's failure, as `warden_gateway_upstream_errors_total` counts it; undefined for anything else. */
+export function upstreamErrorType(err: unknown): string | undefined {
+  if (err instanceof UpstreamTimeoutError) return "timeout";
+  if (err instanceof UpstreamBodyTimeoutError) return "body_timeout";
+  if (err instanceof UpstreamConnectionError) return "connection";
+  if (!(err instanceof GatewayError) || !err.fromProvider) return undefined;
+  if (err.status === 429) return "status_429";
+  if (err.status < 500) return "status_4xx";
+  if (err.status === 504) return "timeout";
+  return err.message.startsWith(UNREADABLE_ANSWER_PREFIX) ? "unreadable" : "status_5xx";
+}
