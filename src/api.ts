@@ -36,7 +36,8 @@ import { ApiKeyAuthenticator } from "./workspaces/authenticator.ts";
 
 export interface Api {
   port: number;
-  stop(): Promise<void>;
+  /** Lets requests in flight finish for up to `drainMs` (0: cuts them), then stops everything it started. */
+  stop(drainMs?: number): Promise<void>;
 }
 
 /** The management API: Connect, gRPC and REST on one port, and the task workers. */
@@ -162,12 +163,13 @@ export async function startApi(
     host: config.host,
     timeouts: config.httpTimeouts,
     onHandlerError: (err) => logger.error({ err }, "request handler failed"),
+    accessLog: config.accessLog ? logger.child({ component: "api" }) : undefined,
   });
   logger.info({ port: listener.port }, "management API listening");
   return {
     port: listener.port,
-    async stop() {
-      await listener.close();
+    async stop(drainMs = 0) {
+      await listener.close(drainMs);
       await objectStorage.close();
       await maintenance?.stop();
       await scheduler?.stop();

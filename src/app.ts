@@ -31,7 +31,8 @@ export interface App {
   orm: MikroORM;
   /** Rows in: data-stream and the gateway's traffic write through it. */
   ingest: RowIngest;
-  stop(): Promise<void>;
+  /** Lets requests in flight finish for up to `drainMs` (0: cuts them), then stops, the database last. */
+  stop(drainMs?: number): Promise<void>;
 }
 
 /** What one process serves: both halves by default; `warden gateway` runs the gateway alone. */
@@ -120,6 +121,7 @@ export async function startApp(
         guardrailLimits: config.guardrailLimits,
         pipelineSink: (id, rowConfig, rows) => ingest.stream(id, rowConfig, rows),
         metrics,
+        accessLog: config.accessLog,
       })
     : undefined;
   const api = roles.api
@@ -146,9 +148,10 @@ export async function startApp(
     gateway,
     orm,
     ingest,
-    async stop() {
-      await api?.stop();
-      await gateway?.stop();
+    async stop(drainMs = 0) {
+      // Both listeners drain at once; the request log and pipeline rows are flushed as the gateway
+      // stops; the database goes last, the embedded one after every pool has let go of it.
+      await Promise.all([api?.stop(drainMs), gateway?.stop(drainMs)]);
       await counters.close();
       await rowPool.end();
       await orm.close(true);

@@ -47,11 +47,15 @@ const starting = startApp(config, logger, {
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
-    if (stopping) return;
+    // A second signal (Ctrl-C again) does not wait for the drain.
+    if (stopping) {
+      logger.warn({ signal }, "stopping at once: requests still in flight are cut");
+      process.exit(130);
+    }
     stopping = true;
-    logger.info({ signal }, "shutting down");
+    logger.info({ signal, drainMs: config.shutdownDrainMs }, "shutting down: letting requests in flight finish");
     starting
-      .then((app) => app.stop())
+      .then((app) => app.stop(config.shutdownDrainMs))
       .then(
         () => process.exit(0),
         (err: unknown) => {

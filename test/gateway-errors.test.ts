@@ -164,14 +164,14 @@ function expectError(reply: Reply, style: Style, expected: Expected): void {
     status: reply.status,
     contentType: reply.headers.get("content-type"),
     retryAfter: reply.headers.get("retry-after"),
-    // The caller sent no X-Request-ID: the gateway makes one and does not return it.
+    // The caller sent no X-Request-ID: the gateway makes one and returns it.
     requestId: reply.headers.get("x-request-id"),
     body: reply.json,
   }).toEqual({
     status: expected.status,
     contentType: "application/json",
     retryAfter: retryAfterOf(expected),
-    requestId: null,
+    requestId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
     body: errorBody(style, expected.status, expected.message),
   });
 }

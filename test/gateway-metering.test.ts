@@ -57,10 +57,10 @@ function post(path: string, requestId: string, body: unknown, signal?: AbortSign
 }
 
 describe("the request log and token counting", () => {
-  it("records a plain call with the provider's usage, and does not return the request ID", async () => {
+  it("records a plain call with the provider's usage, and returns the caller's request ID", async () => {
     const res = await post("/v1/messages", "req-plain", { model: fakeModel("claude-x", { inputTokens: 40, outputTokens: 9 }), max_tokens: 50, messages: [{ role: "user", content: "Hi" }] });
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-request-id")).toBeNull();
+    expect(res.headers.get("x-request-id")).toBe("req-plain");
     await res.text();
     expect(await rowFor("req-plain")).toMatchObject({
       endpoint: "messages",

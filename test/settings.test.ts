@@ -34,6 +34,8 @@ describe("each bad setting", () => {
     [{ WARDEN_PUBLIC_URL: "https://w.example/?a=1" }, 'WARDEN_PUBLIC_URL must be an http or https URL without query or fragment, got "https://w.example/?a=1"'],
     [{ WARDEN_MAX_BODY_BYTES: "0" }, "WARDEN_MAX_BODY_BYTES must be at least 1, got 0"],
     [{ WARDEN_LOG_LEVEL: "verbose" }, 'WARDEN_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
+    [{ WARDEN_ACCESS_LOG: "on" }, 'WARDEN_ACCESS_LOG must be true or false, got "on"'],
+    [{ WARDEN_SHUTDOWN_DRAIN_MS: "-1" }, 'WARDEN_SHUTDOWN_DRAIN_MS must be a non-negative integer, got "-1"'],
     [{ WARDEN_WORKERS: "no" }, 'WARDEN_WORKERS must be true or false, got "no"'],
     [{ WARDEN_GATEWAY_MAX_IN_FLIGHT: "0" }, "WARDEN_GATEWAY_MAX_IN_FLIGHT must be at least 1, got 0"],
     [{ WARDEN_GATEWAY_MAX_BODY_BYTES: "1e6" }, 'WARDEN_GATEWAY_MAX_BODY_BYTES must be an integer of at least 1, got "1e6"'],

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { DatabaseDeadlines } from "../db/deadlines.ts";
 import type { Logger } from "../platform/logger.ts";
+import { drainConnections } from "../platform/drain.ts";
 import { http1Timeouts, type ConnectionTimeouts } from "../platform/server.ts";
 import type { SecretBox } from "./config/secrets.ts";
 import { loadSnapshot } from "./config/snapshot.ts";
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   pipelineSink?: PipelineSink;
   /** The process's Prometheus registry: the gateway's metrics join it, and its listener serves it at /metrics. */
   metrics: Registry;
+  /** One info line per request (docs/operations.md, "Logs"); /healthz, /readyz and /metrics are not logged. */
+  accessLog: boolean;
 }
 
 export interface Gateway {
@@ -56,7 +59,8 @@ export interface Gateway {
   /** The traffic of keys bound to an inference pipeline, as its rows. */
   pipelineRows: TrafficRows;
   detectors: DetectorLoader;
-  stop(): Promise<void>;
+  /** Stops taking requests, lets those in flight finish for up to `drainMs` (0: cut them), then closes everything. */
+  stop(drainMs?: number): Promise<void>;
 }
 
 /** The data plane: a plain HTTP listener over this process's snapshot of the configuration. */
@@ -101,6 +105,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     maxBodyBytes: options.maxBodyBytes,
     defaultMaxTokens: options.defaultMaxTokens,
     metrics,
+    accessLog: options.accessLog,
   });
   // A client slow to send its headers or its body, or idle, is let go; a slow provider or a long
   // stream is not: none of these bounds the response.
@@ -129,6 +134,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     handle(req, res);
   });
+  let openConnections = 0;
+  server.on("connection", (socket) => {
+    openConnections += 1;
+    socket.once("close", () => (openConnections -= 1));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
@@ -141,11 +151,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     requestLog,
     pipelineRows,
     detectors,
-    async stop() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+    async stop(drainMs = 0) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      await drainConnections(server, () => openConnections, drainMs);
+      await closed;
       await upstreams.close();
       await workers.stop();
       await requestLog.close();

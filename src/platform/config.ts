@@ -20,6 +20,10 @@ export interface Config {
   httpTimeouts: ConnectionTimeouts;
   maxBodyBytes: number;
   logLevel: string;
+  /** One info line per request on both listeners (not /healthz, /readyz, /metrics). */
+  accessLog: boolean;
+  /** On SIGINT or SIGTERM, how long requests in flight may take to finish. */
+  shutdownDrainMs: number;
   /** Run the pg-boss workers in this process. */
   runWorkers: boolean;
   /** Seals provider API keys; absent: made once under dataDir. Must be the same on every process. */
@@ -126,6 +130,8 @@ export function loadConfig(env: Env): Config {
     },
     maxBodyBytes: s.WARDEN_MAX_BODY_BYTES,
     logLevel: s.WARDEN_LOG_LEVEL,
+    accessLog: s.WARDEN_ACCESS_LOG,
+    shutdownDrainMs: s.WARDEN_SHUTDOWN_DRAIN_MS,
     runWorkers: s.WARDEN_WORKERS,
     masterKey: s.WARDEN_MASTER_KEY,
     gatewayMaxInFlight: s.WARDEN_GATEWAY_MAX_IN_FLIGHT,

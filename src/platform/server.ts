@@ -1,13 +1,20 @@
+import { randomUUID } from "node:crypto";
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
-import type { NodeHandlerFn, NodeServerRequest } from "./http.ts";
+import type { NodeHandlerFn, NodeServerRequest, NodeServerResponse } from "./http.ts";
+import type { Logger } from "./logger.ts";
+import { drainConnections } from "./drain.ts";
 import { validHost } from "./urls.ts";
 
 export interface Listener {
   port: number;
-  close(): Promise<void>;
+  /**
+   * Stops taking connections, lets the requests in flight finish for up to `drainMs` (0: cut them
+   * at once), then closes every connection.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 /**
@@ -32,6 +39,8 @@ export interface ListenOptions {
   timeouts: ConnectionTimeouts;
   /** Told what a handler threw instead of answering; the caller gets a bare 500, the process lives on. */
   onHandlerError(err: unknown): void;
+  /** Where the access log goes, one info line per request (docs/operations.md, "Logs"); absent: off. */
+  accessLog?: Logger;
 }
 
 /** The bytes that open every HTTP/2 connection with prior knowledge, as far as we read them. */
@@ -44,13 +53,18 @@ const H2_PREFACE = Buffer.from("PRI");
  */
 export async function listen(handler: NodeHandlerFn, options: ListenOptions): Promise<Listener> {
   const { timeouts } = options;
-  const guarded = guard(handler, options.onHandlerError);
+  const guarded = guard(handler, options.onHandlerError, options.accessLog);
   const h1 = http.createServer(http1Timeouts(timeouts), guarded);
   // h1 never listens itself: connections are handed to it. Node starts the tracking that enforces
   // headersTimeout and requestTimeout (and that closeIdleConnections needs) on "listening".
   h1.emit("listening");
   const h2 = http2.createServer({}, guarded);
-  h2.on("session", (session) => idleDeadline(session, timeouts.idleTimeoutMs));
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    idleDeadline(session, timeouts.idleTimeoutMs);
+  });
   h2.on("stream", (stream) => bodyDeadline(stream, timeouts.requestTimeoutMs));
 
   const sockets = new Set<net.Socket>();
@@ -92,12 +106,14 @@ export async function listen(handler: NodeHandlerFn, options: ListenOptions): Pr
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        h1.close();
-        for (const socket of sockets) socket.destroy();
-      }),
+    close: async (drainMs = 0) => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // HTTP/2 sessions (gRPC) are told to finish their streams and take no new ones.
+      for (const session of sessions) session.close();
+      await drainConnections(h1, () => sockets.size, drainMs);
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
   };
 }
 
@@ -156,12 +172,14 @@ function bodyDeadline(stream: http2.ServerHttp2Stream, ms: number): void {
 
 /**
  * The handler, with the request's authority made safe first, and a throw turned into a 500: one
- * request must never end the process.
+ * request must never end the process. Every request but the operators' endpoints gets its request
+ * ID back, and its access-log line when it is done.
  */
-function guard(handler: NodeHandlerFn, onError: (err: unknown) => void): NodeHandlerFn {
+function guard(handler: NodeHandlerFn, onError: (err: unknown) => void, accessLog: Logger | undefined): NodeHandlerFn {
   return (req, res) => {
     try {
       ensureAuthority(req);
+      identify(req, res, accessLog);
       handler(req, res);
     } catch (err) {
       onError(err);
@@ -172,6 +190,31 @@ function guard(handler: NodeHandlerFn, onError: (err: unknown) => void): NodeHan
       }
     }
   };
+}
+
+/** Paths whose requests are neither logged nor given a request ID: probes and scrapes. */
+const OPERATOR_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/**
+ * The request's ID (the caller's X-Request-ID, or one made) in the response's x-request-id, and,
+ * with an access log, one line when the response is done or the caller left ('close' comes once
+ * either way, on HTTP/1.1 and HTTP/2).
+ */
+function identify(req: NodeServerRequest, res: NodeServerResponse, accessLog: Logger | undefined): void {
+  const url = req.url ?? "/";
+  const query = url.indexOf("?");
+  const path = query === -1 ? url : url.slice(0, query);
+  if (OPERATOR_PATHS.has(path)) return;
+  const sent = req.headers["x-request-id"];
+  const own = Array.isArray(sent) ? sent[0] : sent;
+  const requestId = own || randomUUID();
+  // As the gateway does: an ID a response header cannot carry as is, or a very long one, is not echoed.
+  if (requestId.length <= 256 && !/[^\t\x20-\x7e\x80-\xff]/.test(requestId)) res.setHeader("x-request-id", requestId);
+  if (!accessLog?.isLevelEnabled("info")) return;
+  const started = performance.now();
+  res.once("close", () => {
+    accessLog.info({ requestId, method: req.method, path, status: res.statusCode, latencyMs: Math.round(performance.now() - started) }, "request");
+  });
 }
 
 /**

@@ -179,6 +179,16 @@ export const settingsShape = {
   ),
   WARDEN_MAX_BODY_BYTES: intSetting("WARDEN_MAX_BODY_BYTES", "Largest request body accepted by the management API. Larger bodies get 413.", 1024 * 1024, { min: 1 }, "`1048576` (1 MiB)"),
   WARDEN_LOG_LEVEL: choiceSetting("pino's level of the JSON log on stdout.", LOG_LEVELS, "info"),
+  WARDEN_ACCESS_LOG: booleanSetting(
+    "One `info` line (message `request`) per request on both listeners, `/healthz`, `/readyz` and `/metrics` excepted: request ID, status, latency and, on the gateway, key, model, provider and tokens. See [Logs](#logs).",
+    true,
+  ),
+  WARDEN_SHUTDOWN_DRAIN_MS: intSetting(
+    "WARDEN_SHUTDOWN_DRAIN_MS",
+    "On SIGINT or SIGTERM, how long requests and streams in flight may take to finish before they are cut (a second signal cuts them at once). `0`: at once.",
+    30_000,
+    { min: 0 },
+  ),
   WARDEN_WORKERS: booleanSetting("Whether this process runs the pg-boss job workers (bulk updates, evaluations). `false`: the process still enqueues jobs.", true),
   WARDEN_GATEWAY_MAX_IN_FLIGHT: intSetting("WARDEN_GATEWAY_MAX_IN_FLIGHT", 'Requests in flight per gateway process, until an administrator sets `PUT /v1/gateway/settings`. Past it: 503 "gateway at capacity", `Retry-After: 1`.', 1024, { min: 1 }),
   WARDEN_GATEWAY_MAX_BODY_BYTES: intSetting("WARDEN_GATEWAY_MAX_BODY_BYTES", "Largest gateway request body; larger is 413.", 32 * 1024 * 1024, { min: 1 }, "`33554432` (32 MiB)"),

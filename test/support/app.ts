@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { startApp, type App, type AppHooks } from "../../src/app.ts";
 import { loadConfig, type Config } from "../../src/platform/config.ts";
-import { createLogger } from "../../src/platform/logger.ts";
+import { createLogger, type Logger } from "../../src/platform/logger.ts";
 import { generateManagementKey } from "../../src/workspaces/keys.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 
@@ -23,7 +23,14 @@ export interface TestApp {
  * (a second process, or a restart).
  */
 export async function startTestApp(
-  options: { database?: TestDatabase; adminKey?: string; env?: Record<string, string>; hooks?: AppHooks } = {},
+  options: {
+    database?: TestDatabase;
+    adminKey?: string;
+    env?: Record<string, string>;
+    hooks?: AppHooks;
+    /** A logger of the test's own (one writing to a stream it reads); default: WARDEN_LOG_LEVEL's, silent. */
+    logger?: Logger;
+  } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "warden-test-"));
@@ -41,7 +48,7 @@ export async function startTestApp(
     WARDEN_EVALUATION_INTERVAL_MS: "86400000",
     ...options.env,
   });
-  const app = await startApp(config, createLogger(config.logLevel), options.hooks);
+  const app = await startApp(config, options.logger ?? createLogger(config.logLevel), options.hooks);
   return {
     app,
     baseUrl: `http://127.0.0.1:${app.apiPort}`,

@@ -74,6 +74,8 @@ export interface PipelineDeps {
   cooldown?: Cooldown;
   /** The Prometheus metrics; none when absent. */
   metrics?: GatewayMetrics;
+  /** One info line ("request") per request, at its end (docs/operations.md, "Logs"). */
+  accessLog?: boolean;
 }
 
 
@@ -143,6 +145,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
     };
     const started = trace.started;
     const time = new Date();
+    // The caller's own ID, or the one made, goes back to it (an ID a response header cannot carry is not echoed).
+    if (headerSafe(requestId)) res.setHeader("x-request-id", requestId);
     inFlight += 1;
     deps.metrics?.started();
     handle(req, res, trace, inFlight, started)
@@ -150,11 +154,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
       .finally(() => {
         inFlight -= 1;
         const latencyMs = Math.round(performance.now() - started);
-        // Every request is in the request log already; this line is for debugging.
-        if (deps.logger.isLevelEnabled("debug")) trace.log.debug(
-          { method: req.method, path: req.url, status: res.statusCode, keyId: trace.key?.id, model: trace.model, provider: trace.provider, ms: latencyMs },
-          "gateway request",
-        );
+        // The access log: one line per request, built only when it is on.
+        if (deps.accessLog && deps.logger.isLevelEnabled("info")) trace.log.info(accessLine(req, res.statusCode, latencyMs, trace), "request");
         const outcome: CallOutcome = {
           requestId: trace.requestId,
           time,
@@ -542,6 +543,32 @@ export function createGatewayHandler(deps: PipelineDeps) {
     res.writeHead(rendered.status, { ...rendered.headers, "content-length": Buffer.byteLength(rendered.body) });
     res.end(rendered.body);
   }
+}
+
+/** The fields of a request's access-log line (its logger adds the request ID). */
+function accessLine(req: IncomingMessage, status: number, latencyMs: number, trace: Trace): Record<string, unknown> {
+  const url = req.url ?? "/";
+  const query = url.indexOf("?");
+  const line: Record<string, unknown> = {
+    method: req.method,
+    path: query === -1 ? url : url.slice(0, query),
+    status,
+    latencyMs,
+    ttfbMs: trace.ttfbMs ?? null,
+    keyId: trace.key?.id ?? null,
+    model: trace.model ?? null,
+    provider: trace.provider ?? null,
+    inputTokens: trace.usage?.inputTokens ?? 0,
+    outputTokens: trace.usage?.outputTokens ?? 0,
+    endpoint: trace.endpoint,
+  };
+  if (trace.errorType) line.errorType = trace.errorType;
+  return line;
+}
+
+/** Whether a header value may be sent back as is: what Node's setHeader takes, and not too long. */
+function headerSafe(value: string): boolean {
+  return value.length <= 256 && !/[^\t\x20-\x7e\x80-\xff]/.test(value);
 }
 
 /** A provider stream's events, its first one read now (a failure before it throws here), the rest as they come. */
