@@ -122,6 +122,7 @@ export async function startApp(
         pipelineSink: (id, rowConfig, rows) => ingest.stream(id, rowConfig, rows),
         metrics,
         accessLog: config.accessLog,
+        serverTiming: config.gatewayServerTiming,
       })
     : undefined;
   const api = roles.api

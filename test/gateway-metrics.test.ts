@@ -49,7 +49,13 @@ function call(path: string, body: unknown, key: string | null = g.key): Promise<
 describe("metrics on both listeners", () => {
   it("count known traffic exactly: requests, refusals, upstream errors, tokens, durations", async () => {
     const messages = (model: string) => ({ model, max_tokens: 16, messages: [{ role: "user", content: "Hi" }] });
-    for (let i = 0; i < 2; i++) expect((await call("/v1/messages", messages("claude-m"))).status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const res = await call("/v1/messages", messages("claude-m"));
+      expect(res.status).toBe(200);
+      // Server-Timing is off unless WARDEN_GATEWAY_SERVER_TIMING says otherwise.
+      expect(res.headers.get("server-timing")).toBeNull();
+      await res.arrayBuffer();
+    }
     const openai = new OpenAI({ baseURL: `${t.gatewayUrl}/v1`, apiKey: g.key, maxRetries: 0 });
     const stream = await openai.responses.create({ model: "gpt-m", input: "Hi", stream: true });
     for await (const event of stream) void event;

@@ -50,6 +50,8 @@ export interface GatewayOptions {
   metrics: Registry;
   /** One info line per request (docs/operations.md, "Logs"); /healthz, /readyz and /metrics are not logged. */
   accessLog: boolean;
+  /** Answer with a Server-Timing header: the gateway's own time per step. */
+  serverTiming: boolean;
 }
 
 export interface Gateway {
@@ -106,6 +108,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     defaultMaxTokens: options.defaultMaxTokens,
     metrics,
     accessLog: options.accessLog,
+    serverTiming: options.serverTiming,
   });
   // A client slow to send its headers or its body, or idle, is let go; a slow provider or a long
   // stream is not: none of these bounds the response.

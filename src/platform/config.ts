@@ -22,6 +22,8 @@ export interface Config {
   logLevel: string;
   /** One info line per request on both listeners (not /healthz, /readyz, /metrics). */
   accessLog: boolean;
+  /** Gateway answers carry Server-Timing: the gateway's own time per step. */
+  gatewayServerTiming: boolean;
   /** On SIGINT or SIGTERM, how long requests in flight may take to finish. */
   shutdownDrainMs: number;
   /** Run the pg-boss workers in this process. */
@@ -131,6 +133,7 @@ export function loadConfig(env: Env): Config {
     maxBodyBytes: s.WARDEN_MAX_BODY_BYTES,
     logLevel: s.WARDEN_LOG_LEVEL,
     accessLog: s.WARDEN_ACCESS_LOG,
+    gatewayServerTiming: s.WARDEN_GATEWAY_SERVER_TIMING,
     shutdownDrainMs: s.WARDEN_SHUTDOWN_DRAIN_MS,
     runWorkers: s.WARDEN_WORKERS,
     masterKey: s.WARDEN_MASTER_KEY,

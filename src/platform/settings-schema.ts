@@ -183,6 +183,10 @@ export const settingsShape = {
     "One `info` line (message `request`) per request on both listeners, `/healthz`, `/readyz` and `/metrics` excepted: request ID, status, latency and, on the gateway, key, model, provider and tokens. See [Logs](#logs).",
     true,
   ),
+  WARDEN_GATEWAY_SERVER_TIMING: booleanSetting(
+    "Gateway answers carry a `Server-Timing` header: the gateway's own time per step (auth, body, access, limits, guardrails, route, output), the provider's, and their sum as `gateway`. See docs/gateway.md.",
+    false,
+  ),
   WARDEN_SHUTDOWN_DRAIN_MS: intSetting(
     "WARDEN_SHUTDOWN_DRAIN_MS",
     "On SIGINT or SIGTERM, how long requests and streams in flight may take to finish before they are cut (a second signal cuts them at once). `0`: at once.",

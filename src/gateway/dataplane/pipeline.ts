@@ -15,6 +15,7 @@ import { readProviderError, readProviderErrorBody } from "../providers/errors.ts
 import { sseEvents, type SseEvent } from "../providers/sse.ts";
 import { formats } from "../formats/translate.ts";
 import type { EndpointSpec } from "../endpoints/specs.ts";
+import { ServerTiming } from "./server-timing.ts";
 import { nowSeconds, passedStream, translatedStream, type OutgoingStream } from "./streams.ts";
 import type { Upstream, UpstreamResponse } from "../providers/upstream.ts";
 import { isUpstreamError } from "../providers/errors.ts";
@@ -76,6 +77,8 @@ export interface PipelineDeps {
   metrics?: GatewayMetrics;
   /** One info line ("request") per request, at its end (docs/operations.md, "Logs"). */
   accessLog?: boolean;
+  /** Answer with a Server-Timing header: the gateway's own time per step. */
+  serverTiming?: boolean;
 }
 
 
@@ -110,6 +113,8 @@ interface Trace {
   refusal?: string;
   /** The gateway's own time before its first provider call. */
   overheadMs?: number;
+  /** Set when Server-Timing is on. */
+  timing?: ServerTiming;
   ttfbMs?: number;
   usage?: TokenUsage;
   tokensEstimated?: boolean;
@@ -143,6 +148,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       started: performance.now(),
       endpoint: "unknown",
     };
+    if (deps.serverTiming) trace.timing = new ServerTiming(trace.started);
     const started = trace.started;
     const time = new Date();
     // The caller's own ID, or the one made, goes back to it (an ID a response header cannot carry is not echoed).
@@ -155,7 +161,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
         inFlight -= 1;
         const latencyMs = Math.round(performance.now() - started);
         // The access log: one line per request, built only when it is on.
-        if (deps.accessLog && deps.logger.isLevelEnabled("info")) trace.log.info(accessLine(req, res.statusCode, latencyMs, trace), "request");
+        // On the process's logger, not the request's child: making a child for every request costs
+        // more than the line itself.
+        if (deps.accessLog && deps.logger.isLevelEnabled("info")) deps.logger.info(accessLine(req, res.statusCode, latencyMs, trace), "request");
         const outcome: CallOutcome = {
           requestId: trace.requestId,
           time,
@@ -222,6 +230,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     try {
       // The spec's order starts with the key; the cap follows at once, before any work.
       const key = await authenticate(req, snapshot);
+      trace.timing?.step("auth");
       trace.key = key;
       if (key.inferencePipelineId && endpoint.kind === "call" && endpoint.spec.generates) trace.capture = { pipelineId: key.inferencePipelineId };
       if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
@@ -258,6 +267,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     });
     // A large body is parsed in a worker, and comes back as `raw`.
     const { body, raw } = await bodies.parse(received, spec.name, trace.capture !== undefined);
+    trace.timing?.step("body");
     if (trace.capture) trace.capture.body = body;
     if (spec.name === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
     if (!body) throw bodyNotJsonObject();
@@ -268,9 +278,11 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const config = snapshot.workspaces.get(key.workspaceId);
     const access = checkModelAccess(config, key, model);
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
+    trace.timing?.step("access");
 
     abort.signal.throwIfAborted();
     const ticket = spec.generates ? await deps.usage.admit({ key, config, spec, body }) : nothingReserved;
+    trace.timing?.step("limits");
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
     // before any output) the reservation is released. Always before the caller has the last byte
     // of its answer, error answers included (the finally below runs before fail() writes one): a
@@ -281,6 +293,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     try {
       const guardrailRequest = { key, config, spec };
       if (spec.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
+      trace.timing?.step("guardrails");
 
       const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
       if (!route.ok) throw route.error;
@@ -305,7 +318,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
             ? translatedStream(events, translation.to.streamReader(nowSeconds()), translation.from.streamWriter({ streamUsage }), meter)
             : passedStream(events, spec.format ?? "responses", meter);
           try {
-            await writeStream(res, stream, meter, firstByte, finish, (err) => countUpstreamFailure(trace, err));
+            await writeStream(res, trace, stream, meter, firstByte, finish);
           } finally {
             // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
             trace.usage = meter.usage;
@@ -340,11 +353,12 @@ export function createGatewayHandler(deps: PipelineDeps) {
           if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
         }
         await settled;
+        trace.timing?.step("output");
         // What the caller is given (not an answer the output guardrails blocked), as text for the row.
         if (trace.capture && spec.format !== null) trace.capture.output = { answer };
         firstByte();
         const type = translation ? "application/json" : contentType(response) || "application/json";
-        res.writeHead(response.status, { "content-type": type, "content-length": output.length });
+        res.writeHead(response.status, withTiming(trace, { "content-type": type, "content-length": output.length }));
         res.end(output);
       } finally {
         release();
@@ -401,6 +415,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           upstreamBody = attempt.upstreamModel === body.model ? raw : await bodies.withModel(raw, body, attempt.upstreamModel);
         }
         trace.overheadMs ??= performance.now() - trace.started;
+        trace.timing?.step("route");
         const response = await upstream.send({
           path: target.path,
           body: upstreamBody,
@@ -412,6 +427,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           // first event is awaited here, so that such a break moves on too.
           const events = body.stream === true && contentType(response).includes("text/event-stream") ? await firstEventRead(response.body) : undefined;
           cooldown.succeeded(provider.id);
+          trace.timing?.step("provider");
           return { response, upstream, translation, streamUsage, events };
         }
         const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
@@ -465,16 +481,15 @@ export function createGatewayHandler(deps: PipelineDeps) {
    */
   async function writeStream(
     res: ServerResponse,
+    trace: Trace,
     stream: OutgoingStream,
     meter: StreamMeter,
     firstByte: () => void,
     finish: () => Promise<void>,
-    /** A failure after the first piece, which the error event answers. */
-    broken: (err: unknown) => void,
   ): Promise<void> {
     let started = false;
     const start = () => {
-      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+      res.writeHead(200, withTiming(trace, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" }));
       started = true;
       firstByte();
     };
@@ -489,7 +504,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       res.end();
     } catch (err) {
       if (!started || res.destroyed) throw err;
-      broken(err);
+      countUpstreamFailure(trace, err);
       await finish();
       res.end(stream.errorEvent(asGatewayError(err).message));
     }
@@ -540,7 +555,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       return;
     }
     const rendered = renderError(style, error);
-    res.writeHead(rendered.status, { ...rendered.headers, "content-length": Buffer.byteLength(rendered.body) });
+    res.writeHead(rendered.status, withTiming(trace, { ...rendered.headers, "content-length": Buffer.byteLength(rendered.body) }));
     res.end(rendered.body);
   }
 }
@@ -550,6 +565,7 @@ function accessLine(req: IncomingMessage, status: number, latencyMs: number, tra
   const url = req.url ?? "/";
   const query = url.indexOf("?");
   const line: Record<string, unknown> = {
+    requestId: trace.requestId,
     method: req.method,
     path: query === -1 ? url : url.slice(0, query),
     status,
@@ -609,6 +625,11 @@ function drained(res: ServerResponse): Promise<boolean> {
 /** The caller went away mid-stream: nothing is answered (fail() finds the response destroyed). */
 function callerGone(): Error {
   return new Error("the caller went away");
+}
+
+/** The headers, with Server-Timing when it is on for this request. */
+function withTiming(trace: Trace, headers: Record<string, string | number>): Record<string, string | number> {
+  return trace.timing ? { ...headers, "server-timing": trace.timing.header() } : headers;
 }
 
 function contentType(response: UpstreamResponse): string {

@@ -1,0 +1,418 @@
+/**
+ * What the gateway's observability costs per request (`BENCH_ONLY=gateway-observability`; see
+ * docs/performance.md, "Observability cost"): the Prometheus metrics recorded per request
+ * (`GatewayMetrics.started` / `ended`, always on) and the access-log line (one pino `info` line per
+ * request, `WARDEN_ACCESS_LOG`, on by default). Tracing (spans) does not exist yet.
+ *
+ * 1. In process, no network: `started()` + `ended(…)` with the values of a successful responses
+ *    call, against the same loop that builds the same measure and records nothing; and one
+ *    access-log line as the pipeline writes it (a child logger with the request ID, `accessLine`'s
+ *    fields, `info(…, "request")`) through a pino logger made as `createLogger` makes it, to
+ *    /dev/null and to a file, asynchronously as the gateway's stdout is written (SonicBoom,
+ *    `sync: false`), against the log off. Many iterations after a warm-up, in rounds that rotate
+ *    the cases; µs of wall time on the loop and of process CPU (which also holds the writes that
+ *    libuv's threads make) per request.
+ * 2. End to end: two gateway processes on the same database, one with `WARDEN_ACCESS_LOG=true`,
+ *    one with `false`, and a third with `true` as a control (how much two identical processes
+ *    differ); all pinned to core 1, one carrying traffic at a time, the load generator and the fake
+ *    provider on core 0. The small request of the gateway section at c=64 (throughput, latency
+ *    percentiles, the gateway's CPU per call), then at c=1. Metrics are on in all of them: they
+ *    have no switch. Each gateway's stdout (where the access log goes) is /dev/null, as in every
+ *    gateway section; the bytes each process writes (`wchar` in /proc/<pid>/io) show that the
+ *    log is on where it should be and off where it should not.
+ */
+import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pino, type Logger } from "pino";
+import { Registry } from "prom-client";
+import { Pool } from "undici";
+import { GatewayMetrics, type RequestMeasure } from "../../src/gateway/usage/metrics.ts";
+import { latencyStats, type LatencyStats } from "../measure.ts";
+import { machine } from "../report.ts";
+import { sourceRevision, waitUntilServed, withHarness } from "./harness.ts";
+import { callOnce, closedLoop, rotation, shares, timed, type Target } from "./load.ts";
+import { benchModel, completeAnswer, requestBody } from "./payloads.ts";
+import { cpuSecondsOf, procAvailable, type BenchChild } from "./processes.ts";
+import { loadLine, ms, setupLines, signed, us, verdict, type RunSetup } from "./report.ts";
+import type { GatewayBenchOptions } from "./run.ts";
+import { configureGateway } from "./setup.ts";
+
+/** Metrics, tracing and the access log together may cost at most this share of the gateway's throughput (issue 12). */
+export const observabilityTarget = 0.05;
+
+type VariantName = "access log off" | "access log on" | "access log on (control process)";
+
+interface Cell {
+  variant: VariantName;
+  requests: number;
+  seconds: number;
+  perSecond: number;
+  latency: LatencyStats;
+  roundPerSecond: number[];
+  gatewayCpu: number;
+  /** Bytes the gateway process wrote (write/writev: sockets and stdout) during the calls. */
+  written: number;
+  sequential: LatencyStats;
+}
+
+interface CpuCase {
+  name: string;
+  /** Per request, µs: wall time of the loop, and the process's CPU time (every thread). Mean over rounds; lowest and highest round of wall time. */
+  wall: number;
+  cpu: number;
+  low: number;
+  high: number;
+}
+
+interface ObservabilityBenchResult extends RunSetup {
+  logLevel: string;
+  plan: string;
+  configuration: string[];
+  payloads: string;
+  concurrency: number;
+  cpu: { iterations: number; warmup: number; rounds: number; metrics: CpuCase[]; log: CpuCase[]; lineBytes: number };
+  cells: Cell[];
+  load: { phase: string; seconds: number; otherCores: number }[];
+  wallSeconds: number;
+}
+
+/** The measure of a successful non-streamed responses call, as the pipeline builds it (latencies vary, so buckets do). */
+function measureOf(i: number): RequestMeasure {
+  return {
+    endpoint: "responses",
+    provider: "fake-openai",
+    model: benchModel,
+    status: 200,
+    errorType: null,
+    latencyMs: 0.4 + (i % 97) * 0.05,
+    ttfbMs: 0.3 + (i % 89) * 0.04,
+    usage: { inputTokens: 20, outputTokens: 23 },
+    overheadMs: 0.08 + (i % 13) * 0.01,
+    refusal: undefined,
+  };
+}
+
+/** The gateway's logger, as `createLogger` (src/platform/logger.ts) makes it and gateway.ts narrows it, to `destination`. */
+function gatewayLogger(destination: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level: "info",
+      base: { service: "warden" },
+      redact: {
+        paths: ["req.headers.authorization", "req.headers['x-api-key']", "*.secureKey", "*.adminKey"],
+        censor: "[redacted]",
+      },
+    },
+    destination,
+  ).child({ component: "gateway" });
+}
+
+/** A copy of `accessLine` in src/gateway/dataplane/pipeline.ts (not exported), for one successful call. */
+function accessLine(i: number, keyId: string): Record<string, unknown> {
+  const url = "/v1/responses";
+  const query = url.indexOf("?");
+  return {
+    method: "POST",
+    path: query === -1 ? url : url.slice(0, query),
+    status: 200,
+    latencyMs: i % 7,
+    ttfbMs: 0.3 + (i % 89) * 0.04,
+    keyId,
+    model: benchModel,
+    provider: "fake-openai",
+    inputTokens: 20,
+    outputTokens: 23,
+    endpoint: "responses",
+  };
+}
+
+/** Runs each case `iterations` times after `warmup`, in `rounds` that rotate the order, in batches of `batch` with an event-loop turn between batches (so asynchronous writes proceed, as between requests). */
+async function measureCases(cases: [string, (i: number) => unknown][], iterations: number, warmup: number, rounds: number, batch: number): Promise<CpuCase[]> {
+  let sink: unknown;
+  const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  const run = async (fn: (i: number) => unknown, n: number): Promise<{ wall: number; cpu: number }> => {
+    let wall = 0;
+    const cpuBefore = process.cpuUsage();
+    for (let done = 0; done < n; done += batch) {
+      const m = Math.min(batch, n - done);
+      const start = performance.now();
+      for (let i = 0; i < m; i++) sink = fn(done + i);
+      wall += performance.now() - start;
+      await turn();
+    }
+    const cpu = process.cpuUsage(cpuBefore);
+    return { wall: wall * 1000, cpu: cpu.user + cpu.system };
+  };
+  for (const [, fn] of cases) await run(fn, warmup);
+  const perRound = new Map<string, { wall: number[]; cpu: number[] }>(cases.map(([name]) => [name, { wall: [], cpu: [] }]));
+  const parts = shares(iterations, rounds);
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, fn] of rotation(cases, round)) {
+      const n = parts[round]!;
+      const { wall, cpu } = await run(fn, n);
+      perRound.get(name)!.wall.push(wall / n);
+      perRound.get(name)!.cpu.push(cpu / n);
+    }
+  }
+  if (sink === Symbol.for("never")) throw new Error("unreachable");
+  const mean = (xs: number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
+  return cases.map(([name]) => {
+    const r = perRound.get(name)!;
+    return { name, wall: mean(r.wall), cpu: mean(r.cpu), low: Math.min(...r.wall), high: Math.max(...r.wall) };
+  });
+}
+
+async function measureInProcess(iterations: number, warmup: number, rounds: number): Promise<ObservabilityBenchResult["cpu"]> {
+  const batch = 64;
+  // Metrics: the same measures built in both cases; only the recording differs.
+  const metrics = new GatewayMetrics(new Registry(), { requestLog: () => 0, pipelineRows: () => 0 });
+  const metricCases: [string, (i: number) => unknown][] = [
+    ["nothing (the measure built, not recorded)", (i) => measureOf(i)],
+    ["GatewayMetrics.started + ended", (i) => {
+      const m = measureOf(i);
+      metrics.started();
+      metrics.ended(m);
+      return m;
+    }],
+  ];
+  const metricFigures = await measureCases(metricCases, iterations, warmup, rounds, batch);
+
+  // The access log: the line's inputs made in every case; the log off writes nothing.
+  const file = path.join(os.tmpdir(), `warden-bench-access-log-${process.pid}.jsonl`);
+  const devNull = openSync("/dev/null", "w");
+  const fileFd = openSync(file, "w");
+  const toDevNull = pino.destination({ fd: devNull, sync: false, minLength: 0 });
+  const toFile = pino.destination({ fd: fileFd, sync: false, minLength: 0 });
+  const loggers = { devNull: gatewayLogger(toDevNull), file: gatewayLogger(toFile) };
+  const keyId = "0b6f3a52-8f1e-4c47-9a3e-5d2f7c1e9b40";
+  const requestIds = Array.from({ length: 1024 }, (_, i) => `7d1c2e4f-0a3b-4c5d-8e9f-${String(i).padStart(12, "0")}`);
+  const line = (logger: Logger) => (i: number) => {
+    const requestId = requestIds[i & 1023]!;
+    logger.child({ requestId }).info(accessLine(i, keyId), "request");
+    return requestId;
+  };
+  const logCases: [string, (i: number) => unknown][] = [
+    ["access log off", (i) => requestIds[i & 1023]!],
+    ["access log on, to /dev/null", line(loggers.devNull)],
+    ["access log on, to a file", line(loggers.file)],
+  ];
+  try {
+    const logFigures = await measureCases(logCases, iterations, warmup, rounds, batch);
+    toFile.flushSync();
+    const written = readFileSync(file, "utf8").split("\n").filter(Boolean);
+    const expected = warmup + iterations;
+    if (written.length !== expected) throw new Error(`the access-log file holds ${written.length} lines, expected ${expected}`);
+    const sample = JSON.parse(written[written.length - 1]!) as Record<string, unknown>;
+    if (sample.msg !== "request" || sample.component !== "gateway" || typeof sample.requestId !== "string") {
+      throw new Error(`not an access-log line: ${written[written.length - 1]}`);
+    }
+    return { iterations, warmup, rounds, metrics: metricFigures, log: logFigures, lineBytes: Buffer.byteLength(written[written.length - 1]!) + 1 };
+  } finally {
+    toDevNull.flushSync();
+    closeSync(devNull);
+    closeSync(fileFd);
+    rmSync(file, { force: true });
+  }
+}
+
+/** Bytes a process has passed to write() and its kind so far (`wchar` in /proc/<pid>/io). */
+function bytesWritten(pid: number): number {
+  const match = /^wchar:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"));
+  if (!match) throw new Error(`no wchar in /proc/${pid}/io`);
+  return Number(match[1]);
+}
+
+export async function runGatewayObservabilityBench(options: GatewayBenchOptions): Promise<string> {
+  if (!procAvailable()) throw new Error("the observability bench reads CPU time from /proc: it runs on Linux only");
+  const { log } = options;
+  const count = (n: number): number => Math.max(1, Math.round(n * options.scale));
+  const plan = {
+    cpuIterations: count(200_000),
+    cpuWarmup: count(20_000),
+    cpuRounds: 8,
+    concurrency: 64,
+    warmup: count(3000),
+    calls: count(24_000),
+    rounds: 6,
+    sequential: count(2000),
+  };
+
+  const started = performance.now();
+  const date = new Date();
+  log(`gateway observability: in process, ${plan.cpuIterations} requests per case after ${plan.cpuWarmup} of warm-up, ${plan.cpuRounds} rounds`);
+  const cpu = await measureInProcess(plan.cpuIterations, plan.cpuWarmup, plan.cpuRounds);
+
+  return withHarness(log, async (h) => {
+    const { admin, cores, guarded } = h;
+    log("gateway observability: starting the fake provider");
+    const { url: providerUrl } = await h.startProvider();
+    const configuration = await configureGateway(admin, providerUrl);
+    log("gateway observability: starting three gateways: access log off, on, and on again (control)");
+    const processes: { name: VariantName; env: string }[] = [
+      { name: "access log off", env: "false" },
+      { name: "access log on", env: "true" },
+      { name: "access log on (control process)", env: "true" },
+    ];
+    const variants: { name: VariantName; child: BenchChild; target: Target; pool: Pool }[] = [];
+    for (const p of processes) {
+      const gateway = await h.startGateway(`gateway-${p.name.replace(/\W+/g, "-")}`, { WARDEN_ACCESS_LOG: p.env });
+      const target: Target = { name: p.name, origin: gateway.url, headers: { "content-type": "application/json", authorization: `Bearer ${configuration.key.secret}` } };
+      variants.push({ name: p.name, child: gateway.child, target, pool: new Pool(gateway.url, { connections: plan.concurrency }) });
+    }
+    h.defer(() => Promise.all(variants.map((v) => v.pool.destroy())));
+    const body = requestBody(benchModel, false);
+    const answerBytes = completeAnswer(benchModel).length;
+    const call = (v: (typeof variants)[number]) => () => callOnce(v.pool, v.target, body, answerBytes);
+    for (const v of variants) await guarded(waitUntilServed(`the gateway (${v.name})`, call(v)));
+    if (cores) {
+      h.pinGenerator();
+      log(`gateway observability: pinned: load generator and provider on core ${cores.generator}, the gateways on core ${cores.middle}`);
+    }
+
+    const result = await guarded(
+      (async (): Promise<ObservabilityBenchResult> => {
+        log(`gateway observability: warm-up, ${plan.warmup} calls per variant at c=${plan.concurrency}`);
+        await h.phase("warm-up", async () => {
+          for (const v of variants) await closedLoop(plan.warmup, plan.concurrency, call(v));
+        });
+        log(`gateway observability: ${plan.calls} calls per variant at c=${plan.concurrency}, ${plan.rounds} rotated rounds`);
+        const acc = new Map(variants.map((v) => [v.name, { requests: 0, seconds: 0, samples: [] as number[], rounds: [] as number[], cpu: 0, written: 0, sequential: [] as number[] }]));
+        const parts = shares(plan.calls, plan.rounds);
+        await h.phase(`c=${plan.concurrency}`, async () => {
+          for (let round = 0; round < plan.rounds; round++) {
+            for (const v of rotation(variants, round)) {
+              const a = acc.get(v.name)!;
+              const before = { cpu: cpuSecondsOf(v.child.pid), written: bytesWritten(v.child.pid) };
+              const seconds = (await closedLoop(parts[round]!, plan.concurrency, timed(call(v), a.samples))) / 1000;
+              a.cpu += cpuSecondsOf(v.child.pid) - before.cpu;
+              a.written += bytesWritten(v.child.pid) - before.written;
+              a.seconds += seconds;
+              a.requests += parts[round]!;
+              a.rounds.push(parts[round]! / seconds);
+            }
+          }
+        });
+        log(`gateway observability: ${plan.sequential} calls per variant at c=1, ${plan.rounds} rotated rounds`);
+        const seqParts = shares(plan.sequential, plan.rounds);
+        await h.phase("c=1", async () => {
+          for (let round = 0; round < plan.rounds; round++) {
+            for (const v of rotation(variants, round)) await closedLoop(seqParts[round]!, 1, timed(call(v), acc.get(v.name)!.sequential));
+          }
+        });
+        const cells = variants.map((v): Cell => {
+          const a = acc.get(v.name)!;
+          return {
+            variant: v.name,
+            requests: a.requests,
+            seconds: a.seconds,
+            perSecond: a.requests / a.seconds,
+            latency: latencyStats(a.samples),
+            roundPerSecond: a.rounds,
+            gatewayCpu: a.cpu,
+            written: a.written,
+            sequential: latencyStats(a.sequential),
+          };
+        });
+        // The setting took: the processes with the log on write a line per call more than the one with it off.
+        const off = cells.find((c) => c.variant === "access log off")!;
+        for (const c of cells) {
+          if (c === off) continue;
+          const extra = (c.written - off.written) / c.requests;
+          if (extra < cpu.lineBytes / 2) throw new Error(`${c.variant}: only ${extra.toFixed(0)} B per call more written than with the log off: is the access log on?`);
+        }
+        return {
+          date,
+          machine: machine(),
+          database: h.database,
+          source: sourceRevision(),
+          nodeFlags: h.nodeFlags.join(" "),
+          logLevel: h.logLevel,
+          placement: cores
+            ? `load generator (this process, with the idle management API) and fake provider pinned to core ${cores.generator}; the three gateways pinned to core ${cores.middle} (one busy at a time); PostgreSQL unpinned`
+            : "no pinning (taskset or a second core is missing): every process floats over all cores",
+          plan:
+            `in process: ${plan.cpuIterations} requests per case after ${plan.cpuWarmup} of warm-up, ${plan.cpuRounds} rotated rounds; ` +
+            `end to end: per variant ${plan.warmup} warm-up calls at c=${plan.concurrency}, then ${plan.calls} calls at c=${plan.concurrency} in ${plan.rounds} rotated rounds, then ${plan.sequential} at c=1`,
+          configuration: [
+            ...configuration.description,
+            "three gateway processes on one database: WARDEN_ACCESS_LOG=false, =true, and =true again (control); metrics recorded per request in all three (they have no switch), /metrics not scraped",
+            "stdout (the access log) to /dev/null",
+          ],
+          payloads: `request ${body.length} B (POST /v1/responses), answer ${answerBytes} B`,
+          concurrency: plan.concurrency,
+          cpu,
+          cells,
+          load: h.load,
+          wallSeconds: (performance.now() - started) / 1000,
+        };
+      })(),
+    );
+    log("gateway observability: stopping the children and removing the database");
+    return observabilityMarkdown(result);
+  });
+}
+
+function observabilityMarkdown(r: ObservabilityBenchResult): string {
+  const lines: string[] = [];
+  lines.push("# Warden benchmark: the cost of metrics and the access log in the gateway", "");
+  lines.push(...setupLines(r, "the gateways"));
+  lines.push(`- Plan: ${r.plan}`);
+  lines.push(`- Gateway configuration: ${r.configuration.join("; ")}; log level ${r.logLevel}`);
+  lines.push(`- Payloads: ${r.payloads}; one access-log line ${r.cpu.lineBytes} B`);
+  lines.push(loadLine(r.load));
+  lines.push(`- Wall time of this section: ${r.wallSeconds.toFixed(1)} s`, "");
+
+  lines.push("## In process, µs per request", "");
+  lines.push(
+    `${r.cpu.iterations.toLocaleString("en")} requests per case after ${r.cpu.warmup.toLocaleString("en")} of warm-up, in ${r.cpu.rounds} rounds that rotate the cases, ` +
+      "in batches of 64 with an event-loop turn between them. Wall: the loop's own time (mean; lowest and highest round). CPU: the process's, every thread (the asynchronous writes included).",
+    "",
+    "| Case | wall µs | lowest round | highest round | CPU µs |",
+    "|---|--:|--:|--:|--:|",
+  );
+  for (const c of [...r.cpu.metrics, ...r.cpu.log]) lines.push(`| ${c.name} | ${c.wall.toFixed(2)} | ${c.low.toFixed(2)} | ${c.high.toFixed(2)} | ${c.cpu.toFixed(2)} |`);
+  const [none, recorded] = r.cpu.metrics;
+  const [logOff, devNull, file] = r.cpu.log;
+  const metricsUs = recorded!.wall - none!.wall;
+  const logUs = devNull!.wall - logOff!.wall;
+  lines.push(
+    "",
+    `- Metrics: **${metricsUs.toFixed(2)} µs** per request (CPU ${signed(recorded!.cpu - none!.cpu)} µs). ` +
+      `Access log: **${logUs.toFixed(2)} µs** per line to /dev/null (CPU ${signed(devNull!.cpu - logOff!.cpu)} µs), ${(file!.wall - logOff!.wall).toFixed(2)} µs to a file (CPU ${signed(file!.cpu - logOff!.cpu)} µs).`,
+    "",
+  );
+
+  lines.push(`## End to end at c=${r.concurrency}`, "");
+  lines.push(
+    "Latency in ms. CPU and bytes written: the gateway process, per call (bytes written: every write(), the answers to the sockets and the log lines to stdout).",
+    "",
+    "| Gateway | req/s | vs log off | req/s per round (min–max) | p50 | p90 | p99 | p99 over log off | µs CPU per call | B written per call | c=1 p50 | c=1 p99 |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+  );
+  const off = r.cells.find((c) => c.variant === "access log off")!;
+  for (const c of r.cells) {
+    lines.push(
+      `| ${c.variant} | ${Math.round(c.perSecond)} | ${(c.perSecond / off.perSecond).toFixed(3)}× | ${Math.round(Math.min(...c.roundPerSecond))}–${Math.round(Math.max(...c.roundPerSecond))} | ` +
+        `${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${signed(c.latency.p99 - off.latency.p99)} | ${us(c.gatewayCpu, c.requests)} | ` +
+        `${Math.round(c.written / c.requests)} | ${ms(c.sequential.p50)} | ${ms(c.sequential.p99)} |`,
+    );
+  }
+  const on = r.cells.find((c) => c.variant === "access log on")!;
+  const control = r.cells.find((c) => c.variant === "access log on (control process)")!;
+  const cpuPerCall = (c: Cell): number => (c.gatewayCpu * 1e6) / c.requests;
+  const cost = 1 - on.perSecond / off.perSecond;
+  const controlCost = 1 - control.perSecond / off.perSecond;
+  // What metrics and the log cost together, as a share of a call's gateway CPU without either:
+  // the in-process cost of both over what the gateway spends per call less the metrics.
+  const together = metricsUs + logUs;
+  const share = together / (cpuPerCall(off) - metricsUs);
+  lines.push(
+    "",
+    `- The access log costs **${(cost * 100).toFixed(1)}%** of the gateway's throughput end to end (control process: ${(controlCost * 100).toFixed(1)}%), ` +
+      `${signed(cpuPerCall(on) - cpuPerCall(off))} µs of gateway CPU per call (control: ${signed(cpuPerCall(control) - cpuPerCall(off))} µs).`,
+    `- Metrics + access log, in process: ${together.toFixed(2)} µs per request, ${(share * 100).toFixed(1)}% of the gateway's ${Math.round(cpuPerCall(off) - metricsUs)} µs of CPU per call without them ` +
+      `(goal ≤ ${observabilityTarget * 100}% together, tracing not built yet: ${verdict(share <= observabilityTarget)}).`,
+  );
+  return lines.join("\n") + "\n";
+}
