@@ -481,7 +481,7 @@ describe("the attempts of a call", () => {
     for (const [r, options, message] of cases) {
       expect(errorOf(kinds, r, options)).toEqual({ status: 503, message });
       // resolveRoute answers the same for the rule, given the same predicate.
-      const spec = { name: options.endpoint, target: (kind: ProviderKind) => (options.serves(kind) ? {} : undefined) };
+      const spec = { name: options.endpoint, target: (kind: ProviderKind) => (options.serves(kind) ? { path: "/v1/x", format: null } : undefined) };
       const route = resolveRoute(workspace([...kinds.providersByName.values()], [r]), "m", spec);
       expect(route.ok ? "routed" : route.error.message).toBe(message);
     }

@@ -52,7 +52,7 @@ import {
 import { modelList } from "./models.ts";
 import { StreamMeter } from "../usage/stream-meter.ts";
 import { parseAnswer, usageOfAnswer, usageOfBody, type TokenUsage } from "../usage/provider-usage.ts";
-import type { CallOutcome, RequestLog } from "../usage/request-log.ts";
+import type { CallOutcome, RequestLog, RequestLogEntry } from "../usage/request-log.ts";
 import type { TrafficCapture, TrafficRows } from "../usage/traffic-rows.ts";
 import { MAX_ROW_TEXT_CHARS } from "../usage/transcript.ts";
 import type { UpstreamRegistry } from "./upstreams.ts";
@@ -178,10 +178,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         };
         deps.requestLog.record({
           ...outcome,
-          workspaceId: trace.key?.workspaceId ?? null,
-          keyId: trace.key?.id ?? null,
-          userId: trace.key?.userId ?? null,
-          groupIds: trace.key?.groupIds ?? [],
+          ...keyColumns(trace),
           inputTokens: trace.usage?.inputTokens ?? 0,
           outputTokens: trace.usage?.outputTokens ?? 0,
           tokensEstimated: trace.tokensEstimated ?? false,
@@ -462,10 +459,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       latencyMs,
       ttfbMs: null,
       guardrailVerdict: trace.guardrailVerdict ?? null,
-      workspaceId: trace.key?.workspaceId ?? null,
-      keyId: trace.key?.id ?? null,
-      userId: trace.key?.userId ?? null,
-      groupIds: trace.key?.groupIds ?? [],
+      ...keyColumns(trace),
       inputTokens: 0,
       outputTokens: 0,
       tokensEstimated: false,
@@ -625,6 +619,11 @@ function drained(res: ServerResponse): Promise<boolean> {
 /** The caller went away mid-stream: nothing is answered (fail() finds the response destroyed). */
 function callerGone(): Error {
   return new Error("the caller went away");
+}
+
+/** Whose request it was, as a request-log row has it (all null before the key is known). */
+function keyColumns(trace: Trace): Pick<RequestLogEntry, "workspaceId" | "keyId" | "userId" | "groupIds"> {
+  return { workspaceId: trace.key?.workspaceId ?? null, keyId: trace.key?.id ?? null, userId: trace.key?.userId ?? null, groupIds: trace.key?.groupIds ?? [] };
 }
 
 /** The headers, with Server-Timing when it is on for this request. */

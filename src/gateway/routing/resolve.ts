@@ -1,17 +1,14 @@
 import type { ProviderKind, RoutingRule, WorkspaceConfig } from "../config/types.ts";
 import { noRoutingRule, type GatewayError } from "../dataplane/errors.ts";
-import type { EndpointName } from "../endpoints/specs.ts";
+import type { EndpointSpec } from "../endpoints/specs.ts";
 import { routeCandidates, type Attempt } from "./candidates.ts";
 import type { CooldownView } from "./cooldown.ts";
 import { matchesAny } from "./glob.ts";
 
 export type Route = { ok: true; rule: RoutingRule; attempts: Attempt[] } | { ok: false; error: GatewayError };
 
-/** An endpoint spec (endpoints/specs.ts), as far as routing reads it. */
-export interface RoutedEndpointSpec {
-  name: EndpointName;
-  target(kind: ProviderKind): unknown;
-}
+/** An endpoint spec, as far as routing reads it. */
+export type RoutedEndpointSpec = Pick<EndpointSpec, "name" | "target">;
 
 /** The first rule, by priority, that matches the model (a rule with no models matches all). */
 export function findRoutingRule(config: WorkspaceConfig | undefined, model: string): RoutingRule | undefined {
