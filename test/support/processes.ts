@@ -12,12 +12,18 @@ export interface Spawned {
  * Runs `node src/main.ts <command>` with `env` over this process's environment (less `unset`),
  * and resolves once the log line `msg` announces a port.
  */
-export function spawnWarden(command: string[], env: Record<string, string>, msg: string, unset: string[] = []): Promise<Spawned> {
+export function spawnWarden(
+  command: string[],
+  env: Record<string, string>,
+  msg: string,
+  unset: string[] = [],
+  options: { /** In a process group of its own, as a terminal runs it: signal `-child.pid` to reach the group. */ detached?: boolean } = {},
+): Promise<Spawned> {
   const merged: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && !unset.includes(name)) merged[name] = value;
   }
-  const child = spawn(process.execPath, ["src/main.ts", ...command], { env: { ...merged, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["src/main.ts", ...command], { env: { ...merged, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
   let output = "";
   const pattern = new RegExp(`"port":(\\d+),"msg":"${msg}"`);
   return new Promise((resolve, reject) => {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";
-import type { Logger } from "../../platform/logger.ts";
+import { accessLogger, type Logger } from "../../platform/logger.ts";
 import { hashKey } from "../../workspaces/keys.ts";
 import { checkModelAccess, availableModels } from "../access/model-access.ts";
 import type { GatewayKey, GatewaySnapshot } from "../config/types.ts";
@@ -136,9 +136,11 @@ export function createGatewayHandler(deps: PipelineDeps) {
   let inFlight = 0;
   const bodies = deps.bodies ?? createRequestBodies();
   const cooldown = deps.cooldown ?? new Cooldown();
+  const access = deps.accessLog ? accessLogger(deps.logger) : undefined;
 
   return function handleGatewayRequest(req: IncomingMessage, res: ServerResponse): void {
-    const requestId = headerValue(req, "x-request-id") ?? randomUUID();
+    const ownRequestId = headerValue(req, "x-request-id");
+    const requestId = ownRequestId ?? randomUUID();
     let log: Logger | undefined;
     const trace: Trace = {
       get log() {
@@ -151,8 +153,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
     if (deps.serverTiming) trace.timing = new ServerTiming(trace.started);
     const started = trace.started;
     const time = new Date();
-    // The caller's own ID, or the one made, goes back to it (an ID a response header cannot carry is not echoed).
-    if (headerSafe(requestId)) res.setHeader("x-request-id", requestId);
+    // The spec: the caller's own ID goes back to it; one the gateway made does not (nor an ID a
+    // response header cannot carry).
+    if (ownRequestId !== undefined && headerSafe(ownRequestId)) res.setHeader("x-request-id", ownRequestId);
     inFlight += 1;
     deps.metrics?.started();
     handle(req, res, trace, inFlight, started)
@@ -161,9 +164,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
         inFlight -= 1;
         const latencyMs = Math.round(performance.now() - started);
         // The access log: one line per request, built only when it is on.
-        // On the process's logger, not the request's child: making a child for every request costs
-        // more than the line itself.
-        if (deps.accessLog && deps.logger.isLevelEnabled("info")) deps.logger.info(accessLine(req, res.statusCode, latencyMs, trace), "request");
+        // On one logger made for it up front, not the request's child: making a child for every
+        // request costs more than the line itself.
+        if (access?.isLevelEnabled("info")) access.info(accessLine(req, res.statusCode, latencyMs, trace), "request");
         const outcome: CallOutcome = {
           requestId: trace.requestId,
           time,
