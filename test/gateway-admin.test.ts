@@ -95,6 +95,7 @@ describe("keys, users, groups and access rules", () => {
       dateCreated: iso,
       dateUpdated: iso,
       inferencePipelineId: null,
+      serverTiming: false,
     });
     const listed = await call("GET", "/v1/gateway/keys");
     const items = (listed.body as { items: Record<string, unknown>[] }).items;

@@ -62,3 +62,50 @@ describe("Server-Timing", () => {
     expect(steps(res.headers.get("server-timing")).names).toEqual(["auth", "body", "gateway"]);
   });
 });
+
+describe("Server-Timing asked for by a key (WARDEN_GATEWAY_SERVER_TIMING off)", () => {
+  let off: TestApp;
+  let fixture: GatewayFixture;
+
+  beforeAll(async () => {
+    off = await startTestApp();
+    fixture = await setUpGateway(off);
+  });
+  afterAll(async () => {
+    await fixture?.close();
+    await off?.stop();
+  });
+
+  const callWith = (key: string) =>
+    fetch(`${off.gatewayUrl}/v1/messages`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-timed", max_tokens: 16, messages: [{ role: "user", content: "Hi" }] }),
+    });
+
+  it("gives the header to the keys that ask for it, and only to them; the admin API sets and shows it", async () => {
+    const created = await fixture.admin("POST", "/v1/gateway/keys", { body: { name: "timed", serverTiming: true } });
+    expect(created.status).toBe(201);
+    const timed = created.body as { id: string; secret: string; serverTiming: boolean };
+    expect(timed.serverTiming).toBe(true);
+    await off.app.gateway!.watcher.reload();
+
+    const asked = await callWith(timed.secret);
+    expect(asked.status).toBe(200);
+    await asked.arrayBuffer();
+    expect(steps(asked.headers.get("server-timing")).names).toEqual(["auth", "body", "access", "limits", "guardrails", "route", "provider", "output", "gateway"]);
+
+    const plain = await callWith(fixture.key);
+    expect(plain.status).toBe(200);
+    await plain.arrayBuffer();
+    expect(plain.headers.get("server-timing")).toBeNull();
+
+    const updated = await fixture.admin("PATCH", `/v1/gateway/keys/${timed.id}`, { body: { serverTiming: false } });
+    expect(updated.status).toBe(200);
+    expect((updated.body as { serverTiming: boolean }).serverTiming).toBe(false);
+    await off.app.gateway!.watcher.reload();
+    const after = await callWith(timed.secret);
+    await after.arrayBuffer();
+    expect(after.headers.get("server-timing")).toBeNull();
+  });
+});

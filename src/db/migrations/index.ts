@@ -13,6 +13,7 @@ import { Migration20261124060000 } from "./Migration20261124060000.ts";
 import { Migration20261124070000 } from "./Migration20261124070000.ts";
 import { Migration20261124080000 } from "./Migration20261124080000.ts";
 import { Migration20261124090000 } from "./Migration20261124090000.ts";
+import { Migration20261125030000 } from "./Migration20261125030000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
 export const migrations: MigrationObject[] = [
@@ -30,4 +31,5 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261124070000", class: Migration20261124070000 },
   { name: "Migration20261124080000", class: Migration20261124080000 },
   { name: "Migration20261124090000", class: Migration20261124090000 },
+  { name: "Migration20261125030000", class: Migration20261125030000 },
 ];

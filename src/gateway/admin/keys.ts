@@ -42,6 +42,7 @@ export function keyRpcs(): KeyRpcs {
         groupIds: await ownGroupIds(em, workspaceId, req.groupIds),
         disabled: false,
         inferencePipelineId: req.inferencePipelineId === undefined ? null : await trafficPipeline(em, workspaceId, req.inferencePipelineId),
+        serverTiming: req.serverTiming ?? false,
         dateCreated: now,
         dateUpdated: now,
       });
@@ -64,11 +65,12 @@ export function keyRpcs(): KeyRpcs {
       const id = requireUuid("gatewayKeyId", req.gatewayKeyId);
       const key = await em.findOne(GatewayKeyEntity, { id, workspaceId });
       if (!key) throw notFound("Gateway key not found");
-      const fields = fieldsToUpdate(UpdateGatewayKeyRequestSchema, req, ["name", "user_id", "group_ids", "disabled", "inference_pipeline_id"]);
+      const fields = fieldsToUpdate(UpdateGatewayKeyRequestSchema, req, ["name", "user_id", "group_ids", "disabled", "inference_pipeline_id", "server_timing"]);
       if (fields.has("name")) key.name = optionalText("name", req.name, 255) ?? null;
       if (fields.has("user_id")) key.userId = req.userId === undefined ? null : await ownUserId(em, workspaceId, req.userId);
       if (fields.has("group_ids")) key.groupIds = await ownGroupIds(em, workspaceId, req.groupIds);
       if (fields.has("disabled")) key.disabled = req.disabled ?? false;
+      if (fields.has("server_timing")) key.serverTiming = req.serverTiming ?? false;
       if (fields.has("inference_pipeline_id")) {
         key.inferencePipelineId = req.inferencePipelineId === undefined ? null : await trafficPipeline(em, workspaceId, req.inferencePipelineId);
       }
@@ -170,6 +172,7 @@ function gatewayKeyMessage(row: GatewayKeyRow): MessageInitShape<typeof GatewayK
     groupIds: row.groupIds,
     disabled: row.disabled,
     inferencePipelineId: row.inferencePipelineId ?? undefined,
+    serverTiming: row.serverTiming,
     dateCreated: timestampFromDate(row.dateCreated),
     dateUpdated: timestampFromDate(row.dateUpdated),
   };

@@ -89,6 +89,8 @@ export const GatewayKeyEntity = defineEntity({
     disabled: p.boolean(),
     /** The inference pipeline its traffic is written to; null: the workspace's, if any. */
     inferencePipelineId: p.uuid().nullable(),
+    /** Its answers carry Server-Timing. */
+    serverTiming: p.boolean().default(false),
     dateCreated: p.datetime(),
     dateUpdated: p.datetime(),
   },

@@ -157,6 +157,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
       disabled: row.disabled,
       allowedModels: keyAllowLists.get(row.id) ?? null,
       inferencePipelineId: row.inferencePipelineId ?? defaultPipelines.get(row.workspaceId) ?? null,
+      serverTiming: row.serverTiming,
     });
   }
 

@@ -75,6 +75,8 @@ export interface GatewayKey {
    * null (or absent) when neither names one: the request path then captures nothing.
    */
   inferencePipelineId?: string | null;
+  /** Its answers carry Server-Timing, whatever WARDEN_GATEWAY_SERVER_TIMING says. */
+  serverTiming?: boolean;
 }
 
 export type GuardrailKind = "pii" | "prompt_injection" | "content_safety";

@@ -230,6 +230,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
     try {
       // The spec's order starts with the key; the cap follows at once, before any work.
       const key = await authenticate(req, snapshot);
+      // A key that asks for Server-Timing gets it from here on; its clock started with the request.
+      if (key.serverTiming && !trace.timing) trace.timing = new ServerTiming(trace.started);
       trace.timing?.step("auth");
       trace.key = key;
       if (key.inferencePipelineId && endpoint.kind === "call" && endpoint.spec.generates) trace.capture = { pipelineId: key.inferencePipelineId };

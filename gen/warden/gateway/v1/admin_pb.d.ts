@@ -674,6 +674,14 @@ export declare type GatewayKey = Message<"warden.gateway.v1.GatewayKey"> & {
    * @generated from field: optional string inference_pipeline_id = 10;
    */
   inferencePipelineId?: string | undefined;
+
+  /**
+   * Whether this key's answers carry a Server-Timing header (the gateway's own time per step),
+   * besides every key's when WARDEN_GATEWAY_SERVER_TIMING is on.
+   *
+   * @generated from field: bool server_timing = 11;
+   */
+  serverTiming: boolean;
 };
 
 /**
@@ -705,6 +713,13 @@ export declare type CreateGatewayKeyRequest = Message<"warden.gateway.v1.CreateG
    * @generated from field: optional string inference_pipeline_id = 4;
    */
   inferencePipelineId?: string | undefined;
+
+  /**
+   * Default false.
+   *
+   * @generated from field: optional bool server_timing = 5;
+   */
+  serverTiming?: boolean | undefined;
 };
 
 /**
@@ -799,6 +814,11 @@ export declare type UpdateGatewayKeyRequest = Message<"warden.gateway.v1.UpdateG
    * @generated from field: optional string inference_pipeline_id = 7;
    */
   inferencePipelineId?: string | undefined;
+
+  /**
+   * @generated from field: optional bool server_timing = 8;
+   */
+  serverTiming?: boolean | undefined;
 };
 
 /**
