@@ -11,6 +11,8 @@ import {
   nulCharacterInterceptor,
 } from "./platform/interceptors.ts";
 import { accessLogger, type Logger } from "./platform/logger.ts";
+import type { Tracing } from "./platform/tracing.ts";
+import { tracingInterceptor } from "./platform/tracing-interceptor.ts";
 import { undecodableInputGate } from "./platform/decode-errors.ts";
 import { createOpsHandler } from "./platform/ops.ts";
 import type { Registry } from "prom-client";
@@ -58,6 +60,8 @@ export async function startApi(
   rows: { pool: pg.Pool; store: RowStore; ingest: RowIngest },
   /** The process's Prometheus registry, served at /metrics. */
   metrics: Registry,
+  /** Spans of every RPC, when tracing is on. */
+  tracing: Tracing | undefined,
 ): Promise<Api> {
   // Uploads (src/storage): the store that presigns and opens objects, and the handler of upload URLs,
   // signed with a key derived from the master key.
@@ -128,6 +132,8 @@ export async function startApi(
   });
   const routerOptions = {
     interceptors: [
+      // Outermost: the span sees the error as the caller will.
+      ...(tracing ? [tracingInterceptor(tracing)] : []),
       errorInterceptor(logger),
       authInterceptor(new ApiKeyAuthenticator(orm)),
       nulCharacterInterceptor(),

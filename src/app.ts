@@ -17,6 +17,7 @@ import { RowStore } from "./pipelines/rows/row-store.ts";
 import { pipelineEntities } from "./pipelines/entities.ts";
 import type { Config } from "./platform/config.ts";
 import type { Logger } from "./platform/logger.ts";
+import { Tracing } from "./platform/tracing.ts";
 import { projectEntities } from "./projects/entities.ts";
 import { taskEntities } from "./tasks/entities.ts";
 import { testEntities } from "./tests/entities.ts";
@@ -99,6 +100,8 @@ export async function startApp(
   // One Prometheus registry per process, served at /metrics on both listeners.
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
+  // Spans, exported over OTLP, only when a collector is named.
+  const tracing = config.tracing ? new Tracing(config.tracing, metrics, logger) : undefined;
   const counters = await openCounterStore({ databaseUrl, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, deadlines: config.databaseDeadlines, leaseTtlMs: config.usageLeaseTtlMs, logger });
   // Each half is loaded only by a process that serves it, so that a gateway process stays small.
   const gateway = roles.gateway
@@ -123,6 +126,7 @@ export async function startApp(
         metrics,
         accessLog: config.accessLog,
         serverTiming: config.gatewayServerTiming,
+        tracing,
       })
     : undefined;
   const api = roles.api
@@ -141,6 +145,7 @@ export async function startApp(
         },
         { ...rows, ingest },
         metrics,
+        tracing,
       )
     : undefined;
 
@@ -153,6 +158,8 @@ export async function startApp(
       // Both listeners drain at once; the request log and pipeline rows are flushed as the gateway
       // stops; the database goes last, the embedded one after every pool has let go of it.
       await Promise.all([api?.stop(drainMs), gateway?.stop(drainMs)]);
+      // The last spans are sent (each export bounded by OTEL_EXPORTER_OTLP_TIMEOUT).
+      await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, "traces could not all be sent at shutdown"));
       await counters.close();
       await rowPool.end();
       await orm.close(true);

@@ -80,12 +80,24 @@ describe("each bad setting", () => {
     [{ ...s3, WARDEN_S3_FORCE_PATH_STYLE: "yes" }, 'WARDEN_S3_FORCE_PATH_STYLE must be true or false, got "yes"'],
     [{ ...s3, WARDEN_S3_PREFIX: "a/../b" }, `WARDEN_S3_PREFIX must be at most 256 characters of A-Z a-z 0-9 ! _ . * ' ( ) / -, without . or .. segments, got "a/../b"`],
     [{ ...s3, WARDEN_S3_TIMEOUT_MS: "0" }, "WARDEN_S3_TIMEOUT_MS must be at least 1, got 0"],
+    [{ OTEL_SDK_DISABLED: "1" }, 'OTEL_SDK_DISABLED must be true or false, got "1"'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, got "collector:4318"'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "grpc://collector:4317" }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:// or https:// URL, got "grpc://collector:4317"'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }, 'OTEL_EXPORTER_OTLP_PROTOCOL must be one of http/protobuf, got "grpc"'],
+    [{ OTEL_EXPORTER_OTLP_HEADERS: "api-key" }, "OTEL_EXPORTER_OTLP_HEADERS must be name=value pairs separated by commas, got (value hidden)"],
+    [{ OTEL_EXPORTER_OTLP_TIMEOUT: "0" }, "OTEL_EXPORTER_OTLP_TIMEOUT must be at least 1, got 0"],
+    [{ OTEL_RESOURCE_ATTRIBUTES: "env" }, 'OTEL_RESOURCE_ATTRIBUTES must be name=value pairs separated by commas, got "env"'],
+    [{ OTEL_TRACES_SAMPLER: "sometimes" }, 'OTEL_TRACES_SAMPLER must be one of parentbased_always_on, parentbased_always_off, parentbased_traceidratio, always_on, always_off, traceidratio, got "sometimes"'],
+    [{ OTEL_TRACES_SAMPLER_ARG: "1.5" }, 'OTEL_TRACES_SAMPLER_ARG must be a number between 0 and 1, got "1.5"'],
+    [{ OTEL_BSP_SCHEDULE_DELAY: "soon" }, 'OTEL_BSP_SCHEDULE_DELAY must be a non-negative integer, got "soon"'],
+    [{ OTEL_BSP_MAX_QUEUE_SIZE: "0" }, "OTEL_BSP_MAX_QUEUE_SIZE must be at least 1, got 0"],
+    [{ OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0" }, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE must be at least 1, got 0"],
   ])("%j is refused with its name", (env, message) => {
     expect(problems(env)).toEqual([message]);
   });
 
   it("covers every variable that can be bad (the free-text ones cannot)", () => {
-    const freeText = ["WARDEN_DATA_DIR", "WARDEN_ADMIN_KEY", "WARDEN_REDIS_KEY_PREFIX", "WARDEN_S3_BUCKET", "WARDEN_S3_REGION", "WARDEN_S3_ACCESS_KEY_ID", "WARDEN_S3_SECRET_ACCESS_KEY"];
+    const freeText = ["WARDEN_DATA_DIR", "WARDEN_ADMIN_KEY", "WARDEN_REDIS_KEY_PREFIX", "WARDEN_S3_BUCKET", "WARDEN_S3_REGION", "WARDEN_S3_ACCESS_KEY_ID", "WARDEN_S3_SECRET_ACCESS_KEY", "OTEL_SERVICE_NAME"];
     const source = readFile(new URL(import.meta.url), "utf8");
     return source.then((text) => {
       for (const name of settingDocs().keys()) {

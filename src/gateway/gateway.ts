@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/postgresql";
 import type { DatabaseDeadlines } from "../db/deadlines.ts";
 import type { Logger } from "../platform/logger.ts";
+import type { Tracing } from "../platform/tracing.ts";
 import { drainConnections } from "../platform/drain.ts";
 import { http1Timeouts, type ConnectionTimeouts } from "../platform/server.ts";
 import type { SecretBox } from "./config/secrets.ts";
@@ -52,6 +53,8 @@ export interface GatewayOptions {
   accessLog: boolean;
   /** Answer with a Server-Timing header: the gateway's own time per step. */
   serverTiming: boolean;
+  /** Spans of every request, when tracing is on. */
+  tracing?: Tracing;
 }
 
 export interface Gateway {
@@ -109,6 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     metrics,
     accessLog: options.accessLog,
     serverTiming: options.serverTiming,
+    tracing: options.tracing,
   });
   // A client slow to send its headers or its body, or idle, is let go; a slow provider or a long
   // stream is not: none of these bounds the response.

@@ -3,7 +3,8 @@ import type { ConnectionTimeouts } from "./server.ts";
 import type { DatabaseDeadlines } from "../db/deadlines.ts";
 import type { GuardrailLimits } from "../gateway/guardrails/guardrail-limits.ts";
 import type { StorageSettings } from "../storage/settings.ts";
-import { parseSettings, type Env } from "./settings-schema.ts";
+import { parseSettings, type Env, type Settings } from "./settings-schema.ts";
+import type { TracingSettings } from "./tracing.ts";
 
 /** Everything Warden reads from its environment. Only the composition root builds one. */
 export interface Config {
@@ -24,6 +25,8 @@ export interface Config {
   accessLog: boolean;
   /** Gateway answers carry Server-Timing: the gateway's own time per step. */
   gatewayServerTiming: boolean;
+  /** Spans exported over OTLP; undefined: no tracing at all. */
+  tracing: TracingSettings | undefined;
   /** On SIGINT or SIGTERM, how long requests in flight may take to finish. */
   shutdownDrainMs: number;
   /** Run the pg-boss workers in this process. */
@@ -134,6 +137,7 @@ export function loadConfig(env: Env): Config {
     logLevel: s.WARDEN_LOG_LEVEL,
     accessLog: s.WARDEN_ACCESS_LOG,
     gatewayServerTiming: s.WARDEN_GATEWAY_SERVER_TIMING,
+    tracing: tracingSettings(s),
     shutdownDrainMs: s.WARDEN_SHUTDOWN_DRAIN_MS,
     runWorkers: s.WARDEN_WORKERS,
     masterKey: s.WARDEN_MASTER_KEY,
@@ -176,5 +180,24 @@ export function loadConfig(env: Env): Config {
       judgeTimeoutMs: s.WARDEN_JUDGE_TIMEOUT_MS,
       judgeGatewayUrl: s.WARDEN_JUDGE_GATEWAY_URL,
     },
+  };
+}
+
+/** Tracing is on when a collector is named and the SDK is not disabled (the standard OTEL_* variables). */
+function tracingSettings(s: Settings): TracingSettings | undefined {
+  const base = s.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, "");
+  const url = s.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : `${base}/v1/traces`);
+  if (url === undefined || s.OTEL_SDK_DISABLED) return undefined;
+  return {
+    url,
+    headers: s.OTEL_EXPORTER_OTLP_HEADERS,
+    timeoutMs: s.OTEL_EXPORTER_OTLP_TIMEOUT,
+    serviceName: s.OTEL_SERVICE_NAME,
+    resourceAttributes: s.OTEL_RESOURCE_ATTRIBUTES,
+    sampler: s.OTEL_TRACES_SAMPLER,
+    samplerRatio: s.OTEL_TRACES_SAMPLER_ARG,
+    scheduleDelayMs: s.OTEL_BSP_SCHEDULE_DELAY,
+    maxQueueSize: s.OTEL_BSP_MAX_QUEUE_SIZE,
+    maxExportBatchSize: s.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
   };
 }

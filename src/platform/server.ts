@@ -208,6 +208,8 @@ function identify(req: NodeServerRequest, res: NodeServerResponse, accessLog: Lo
   const sent = req.headers["x-request-id"];
   const own = Array.isArray(sent) ? sent[0] : sent;
   const requestId = own || randomUUID();
+  // What is handled next (RPC spans, log lines) sees the one ID, made or the caller's.
+  if (!own) req.headers["x-request-id"] = requestId;
   // As the gateway does: an ID a response header cannot carry as is, or a very long one, is not echoed.
   if (requestId.length <= 256 && !/[^\t\x20-\x7e\x80-\xff]/.test(requestId)) res.setHeader("x-request-id", requestId);
   if (!accessLog?.isLevelEnabled("info")) return;

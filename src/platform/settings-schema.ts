@@ -383,7 +383,61 @@ export const settingsShape = {
     defaultStorageSettings.s3TimeoutMs,
     { min: 1 },
   ),
+  OTEL_SDK_DISABLED: booleanSetting("`true`: no traces, whatever else is set.", false),
+  OTEL_EXPORTER_OTLP_ENDPOINT: urlSetting(
+    "Base URL of an OTLP/HTTP collector (`http://otel-collector:4318`): spans are posted to `<it>/v1/traces`. Unset (and no `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`): no traces, and requests make no spans at all. See [Traces](#traces).",
+    ["http", "https"],
+    "an http:// or https:// URL",
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: urlSetting("The full URL spans are posted to; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`.", ["http", "https"], "an http:// or https:// URL"),
+  OTEL_EXPORTER_OTLP_PROTOCOL: choiceSetting("The OTLP transport. Only `http/protobuf` is built in.", ["http/protobuf"], "http/protobuf"),
+  OTEL_EXPORTER_OTLP_HEADERS: setting(
+    { default: "unset", accepts: "`name=value` pairs, comma-separated, values URL-encoded", description: "Headers sent with every export (a collector's token, say). Never shown in messages." },
+    {} as Record<string, string>,
+    (raw) => keyValuePairs(raw) ?? new Problem("must be name=value pairs separated by commas, got (value hidden)"),
+  ),
+  OTEL_EXPORTER_OTLP_TIMEOUT: intSetting("OTEL_EXPORTER_OTLP_TIMEOUT", "Deadline of each export, in milliseconds. A collector that does not answer never holds requests up: spans wait in a bounded queue.", 10_000, { min: 1, cap: MAX_TIMER_MS }),
+  OTEL_SERVICE_NAME: textSetting("The `service.name` of Warden's spans.", "warden"),
+  OTEL_RESOURCE_ATTRIBUTES: setting(
+    { default: "unset", accepts: "`name=value` pairs, comma-separated, values URL-encoded", description: "More resource attributes (`deployment.environment.name=prod,service.namespace=ai`)." },
+    {} as Record<string, string>,
+    (raw) => keyValuePairs(raw) ?? new Problem(`must be name=value pairs separated by commas, got ${shown(raw)}`),
+  ),
+  OTEL_TRACES_SAMPLER: choiceSetting(
+    "Which requests are traced. `parentbased_*` follows the caller's `traceparent` when it sent one.",
+    ["parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio", "always_on", "always_off", "traceidratio"],
+    "parentbased_always_on",
+  ),
+  OTEL_TRACES_SAMPLER_ARG: setting(
+    { default: "`1`", accepts: "number, 0 to 1", description: "The share of traces kept by the `*traceidratio` samplers." },
+    1,
+    (raw) => {
+      const value = Number(raw);
+      return /^\s*$/.test(raw) || !Number.isFinite(value) || value < 0 || value > 1 ? new Problem(`must be a number between 0 and 1, got ${shown(raw)}`) : value;
+    },
+  ),
+  OTEL_BSP_SCHEDULE_DELAY: intSetting("OTEL_BSP_SCHEDULE_DELAY", "How long ended spans may wait before they are sent, in milliseconds.", 5_000, { min: 0, cap: MAX_TIMER_MS }),
+  OTEL_BSP_MAX_QUEUE_SIZE: intSetting("OTEL_BSP_MAX_QUEUE_SIZE", "Ended spans waiting to be sent, at most; past it, spans are dropped (and counted).", 2_048, { min: 1 }),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: intSetting("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "Spans per export, at most.", 512, { min: 1 }),
 };
+
+/** `a=1,b=x%20y` as a record (names trimmed, values URL-decoded); undefined when it is not that. */
+function keyValuePairs(raw: string): Record<string, string> | undefined {
+  const pairs: Record<string, string> = {};
+  for (const part of raw.split(",")) {
+    if (part.trim() === "") continue;
+    const eq = part.indexOf("=");
+    if (eq <= 0) return undefined;
+    const name = part.slice(0, eq).trim();
+    if (name === "") return undefined;
+    try {
+      pairs[name] = decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      return undefined;
+    }
+  }
+  return pairs;
+}
 
 for (const [name, schema] of Object.entries(settingsShape)) docs.set(name, schema.doc);
 

@@ -26,7 +26,7 @@ export interface RestFacadeOptions {
 }
 
 /** Request headers that the RPC sees; the rest stay at the REST door. */
-const forwardedHeaders = ["authorization", "x-api-key", "x-forwarded-host", "x-forwarded-proto", "x-request-id"];
+const forwardedHeaders = ["authorization", "x-api-key", "x-forwarded-host", "x-forwarded-proto", "x-request-id", "traceparent", "tracestate"];
 
 /**
  * REST `/v1`: matches the route table, turns path, query and body into the RPC's request

@@ -2,9 +2,12 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";
 import { accessLogger, type Logger } from "../../platform/logger.ts";
+import { spanFailed, SpanKind, type Span, type Tracing } from "../../platform/tracing.ts";
+import type { Attributes } from "@opentelemetry/api";
 import { hashKey } from "../../workspaces/keys.ts";
 import { checkModelAccess, availableModels } from "../access/model-access.ts";
-import type { GatewayKey, GatewaySnapshot } from "../config/types.ts";
+import type { GatewayKey, GatewaySnapshot, ProviderKind } from "../config/types.ts";
+import { genAiOperation, genAiProviderName } from "../endpoints/gen-ai.ts";
 import { KeyLookupFailed, type ConfigWatcher } from "../config/watcher.ts";
 import type { GuardrailStep } from "../guardrails/guardrail-step.ts";
 import { createRequestBodies, type RequestBodies } from "../guardrails/request-bodies.ts";
@@ -79,6 +82,8 @@ export interface PipelineDeps {
   accessLog?: boolean;
   /** Answer with a Server-Timing header: the gateway's own time per step. */
   serverTiming?: boolean;
+  /** A span per request, with its steps and provider calls as children; none when absent. */
+  tracing?: Tracing;
 }
 
 
@@ -95,6 +100,8 @@ interface Sent {
   streamUsage: boolean;
   /** A streamed answer's events, the first already read; undefined for an answer that is not a stream. */
   events: AsyncIterable<SseEvent> | undefined;
+  /** The provider call's span, ended when the provider is done with. */
+  span: Span | undefined;
 }
 
 /** What one request has learned so far, for its log lines and its request-log row. */
@@ -115,6 +122,12 @@ interface Trace {
   overheadMs?: number;
   /** Set when Server-Timing is on. */
   timing?: ServerTiming;
+  /** The request's span, when tracing is on; `stepStarted`: when its current step began. */
+  span?: Span;
+  stepStarted: number;
+  providerKind?: ProviderKind;
+  maxTokens?: number;
+  stream?: boolean;
   ttfbMs?: number;
   usage?: TokenUsage;
   tokensEstimated?: boolean;
@@ -137,21 +150,45 @@ export function createGatewayHandler(deps: PipelineDeps) {
   const bodies = deps.bodies ?? createRequestBodies();
   const cooldown = deps.cooldown ?? new Cooldown();
   const access = deps.accessLog ? accessLogger(deps.logger) : undefined;
+  const tracing = deps.tracing;
+
+  /**
+   * Ends the request's current step: for Server-Timing, and, when tracing, as a child span of the
+   * request for the steps that can take time (the provider calls have spans of their own).
+   */
+  function step(trace: Trace, name: string): void {
+    trace.timing?.step(name);
+    if (!trace.span) return;
+    const now = performance.now();
+    const spanName = STEP_SPANS[name];
+    if (spanName !== undefined) tracing!.step(trace.span, spanName, trace.stepStarted, now);
+    trace.stepStarted = now;
+  }
 
   return function handleGatewayRequest(req: IncomingMessage, res: ServerResponse): void {
     const ownRequestId = headerValue(req, "x-request-id");
-    const requestId = ownRequestId ?? randomUUID();
+    let requestId = ownRequestId ?? "";
+    let span: Span | undefined;
+    if (deps.tracing) {
+      // With tracing, a request without an ID takes its trace's (docs/operations.md, "Traces").
+      const traceHeaders = { requestId: ownRequestId, traceparent: headerValue(req, "traceparent"), tracestate: headerValue(req, "tracestate") };
+      ({ span, identity: { requestId } } = deps.tracing.startRequest(req.method ?? "", traceHeaders, { "http.request.method": req.method ?? "" }));
+    } else if (ownRequestId === undefined) {
+      requestId = randomUUID();
+    }
     let log: Logger | undefined;
+    const started = performance.now();
     const trace: Trace = {
       get log() {
         return (log ??= deps.logger.child({ requestId }));
       },
       requestId,
-      started: performance.now(),
+      started,
+      stepStarted: started,
       endpoint: "unknown",
+      span,
     };
     if (deps.serverTiming) trace.timing = new ServerTiming(trace.started);
-    const started = trace.started;
     const time = new Date();
     // The spec: the caller's own ID goes back to it; one the gateway made does not (nor an ID a
     // response header cannot carry).
@@ -167,6 +204,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         // On one logger made for it up front, not the request's child: making a child for every
         // request costs more than the line itself.
         if (access?.isLevelEnabled("info")) access.info(accessLine(req, res.statusCode, latencyMs, trace), "request");
+        if (trace.span) endRequestSpan(trace.span, req, res.statusCode, trace);
         const outcome: CallOutcome = {
           requestId: trace.requestId,
           time,
@@ -232,7 +270,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       const key = await authenticate(req, snapshot);
       // A key that asks for Server-Timing gets it from here on; its clock started with the request.
       if (key.serverTiming && !trace.timing) trace.timing = new ServerTiming(trace.started);
-      trace.timing?.step("auth");
+      step(trace, "auth");
       trace.key = key;
       if (key.inferencePipelineId && endpoint.kind === "call" && endpoint.spec.generates) trace.capture = { pipelineId: key.inferencePipelineId };
       if (inFlightNow > snapshot.settings.maxInFlight) throw gatewayAtCapacity();
@@ -269,22 +307,24 @@ export function createGatewayHandler(deps: PipelineDeps) {
     });
     // A large body is parsed in a worker, and comes back as `raw`.
     const { body, raw } = await bodies.parse(received, spec.name, trace.capture !== undefined);
-    trace.timing?.step("body");
+    step(trace, "body");
     if (trace.capture) trace.capture.body = body;
     if (spec.name === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
     if (!body) throw bodyNotJsonObject();
     const model = body.model;
     if (typeof model !== "string" || model === "") throw bodyWithoutModel();
     trace.model = model;
+    trace.maxTokens = spec.outputMaximum(body);
+    trace.stream = body.stream === true;
 
     const config = snapshot.workspaces.get(key.workspaceId);
     const access = checkModelAccess(config, key, model);
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
-    trace.timing?.step("access");
+    step(trace, "access");
 
     abort.signal.throwIfAborted();
     const ticket = spec.generates ? await deps.usage.admit({ key, config, spec, body }) : nothingReserved;
-    trace.timing?.step("limits");
+    step(trace, "limits");
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
     // before any output) the reservation is released. Always before the caller has the last byte
     // of its answer, error answers included (the finally below runs before fail() writes one): a
@@ -295,18 +335,23 @@ export function createGatewayHandler(deps: PipelineDeps) {
     try {
       const guardrailRequest = { key, config, spec };
       if (spec.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
-      trace.timing?.step("guardrails");
+      step(trace, "guardrails");
 
       const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
       if (!route.ok) throw route.error;
       if (spec.target(route.attempts[0]!.provider.kind)?.estimated) {
         trace.provider = route.attempts[0]!.provider.name;
+        trace.providerKind = route.attempts[0]!.provider.kind;
         return respondJson(res, 200, estimatedTokenCount(callerText(spec, body), body.tools));
       }
-      const { response, upstream, translation, streamUsage, events } = await sendToFirstThatAnswers(req, trace, spec, body, raw, route.attempts, abort.signal);
+      const { response, upstream, translation, streamUsage, events, span } = await sendToFirstThatAnswers(req, trace, spec, body, raw, route.attempts, abort.signal);
       let holding = true;
+      // The provider is done with: its slot is freed, and its call's span ends.
       const release = () => {
-        if (holding) upstream.release();
+        if (holding) {
+          upstream.release();
+          span?.end();
+        }
         holding = false;
       };
       try {
@@ -355,7 +400,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
         }
         await settled;
-        trace.timing?.step("output");
+        step(trace, "output");
         // What the caller is given (not an answer the output guardrails blocked), as text for the row.
         if (trace.capture && spec.format !== null) trace.capture.output = { answer };
         firstByte();
@@ -388,12 +433,14 @@ export function createGatewayHandler(deps: PipelineDeps) {
     signal: AbortSignal,
   ): Promise<Sent> {
     let failure: unknown;
+    let span: Span | undefined;
     let attemptStarted = performance.now();
     for (const [i, attempt] of attempts.entries()) {
       if (i > 0) recordSuperseded(trace, failure, Math.round(performance.now() - attemptStarted));
       attemptStarted = performance.now();
       const provider = attempt.provider;
       trace.provider = provider.name;
+      trace.providerKind = provider.kind;
       signal.throwIfAborted();
       const upstream = deps.upstreams.for(provider);
       if (!upstream.tryAcquire()) {
@@ -417,28 +464,33 @@ export function createGatewayHandler(deps: PipelineDeps) {
           upstreamBody = attempt.upstreamModel === body.model ? raw : await bodies.withModel(raw, body, attempt.upstreamModel);
         }
         trace.overheadMs ??= performance.now() - trace.started;
-        trace.timing?.step("route");
+        step(trace, "route");
+        span = trace.span ? providerSpan(trace.span, trace, attempt) : undefined;
         const response = await upstream.send({
           path: target.path,
           body: upstreamBody,
           clientHeaders: { get: (name) => headerValue(req, name) ?? null },
+          traceHeaders: span ? tracing!.headersFor(span) : undefined,
           signal,
         });
+        span?.setAttribute("http.response.status_code", response.status);
         if (response.status < 400) {
           // A stream that breaks before its first event has sent the caller nothing either: the
           // first event is awaited here, so that such a break moves on too.
           const events = body.stream === true && contentType(response).includes("text/event-stream") ? await firstEventRead(response.body) : undefined;
           cooldown.succeeded(provider.id);
-          trace.timing?.step("provider");
-          return { response, upstream, translation, streamUsage, events };
+          step(trace, "provider");
+          return { response, upstream, translation, streamUsage, events, span };
         }
         const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
         const error = providerErrorToGatewayError(response.status, message);
+        if (span) endFailed(span, String(response.status), message);
         if (response.status !== 429 && response.status < 500) throw error;
         cooldown.failed(provider.id, { status: response.status, retryAfterSeconds: parseRetryAfter(headerOf(response, "retry-after")) });
         failure = error;
       } catch (err) {
         upstream.release();
+        if (span?.isRecording()) endFailed(span, upstreamErrorType(err) ?? (err instanceof Error ? err.name : "error"), err instanceof Error ? err.message : undefined);
         if (signal.aborted || !isUpstreamError(err)) throw err;
         cooldown.failed(provider.id);
         failure = err;
@@ -447,6 +499,21 @@ export function createGatewayHandler(deps: PipelineDeps) {
       upstream.release();
     }
     throw failure;
+  }
+
+  /** The CLIENT span of one provider call, a child of the request's: what the GenAI conventions ask of one. */
+  function providerSpan(parent: Span, trace: Trace, attempt: Attempt): Span {
+    const operation = genAiOperation(trace.endpoint) ?? trace.endpoint;
+    return tracing!.startChild(parent, `${operation} ${attempt.upstreamModel}`, {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        "gen_ai.operation.name": operation,
+        "gen_ai.provider.name": genAiProviderName(attempt.provider.kind),
+        "gen_ai.request.model": attempt.upstreamModel,
+        "warden.provider": attempt.provider.name,
+        "server.address": URL.parse(attempt.provider.baseUrl)?.hostname ?? "",
+      },
+    });
   }
 
   /** A failed attempt the call moved on from, as a request-log row of its own. */
@@ -557,6 +624,57 @@ export function createGatewayHandler(deps: PipelineDeps) {
     res.writeHead(rendered.status, withTiming(trace, { ...rendered.headers, "content-length": Buffer.byteLength(rendered.body) }));
     res.end(rendered.body);
   }
+}
+
+/** The steps (Server-Timing's names) that become spans of their own, and their names. */
+const STEP_SPANS: Record<string, string> = {
+  body: "read body",
+  limits: "reserve usage",
+  guardrails: "input guardrails",
+  route: "route",
+  output: "output guardrails",
+};
+
+function endFailed(span: Span, errorType: string, message?: string): void {
+  spanFailed(span, errorType, message);
+  span.end();
+}
+
+/** The request's span, named and described once the request is done. */
+function endRequestSpan(span: Span, req: IncomingMessage, status: number, trace: Trace): void {
+  const url = req.url ?? "/";
+  const query = url.indexOf("?");
+  const operation = genAiOperation(trace.endpoint);
+  const attributes: Attributes = {
+    "http.response.status_code": status,
+    "url.path": query === -1 ? url : url.slice(0, query),
+    "warden.endpoint": trace.endpoint,
+  };
+  if (operation !== undefined) attributes["gen_ai.operation.name"] = operation;
+  if (trace.model !== undefined) attributes["gen_ai.request.model"] = trace.model;
+  if (trace.providerKind !== undefined) attributes["gen_ai.provider.name"] = genAiProviderName(trace.providerKind);
+  if (trace.provider !== undefined) attributes["warden.provider"] = trace.provider;
+  if (trace.maxTokens !== undefined) attributes["gen_ai.request.max_tokens"] = trace.maxTokens;
+  if (trace.usage) {
+    attributes["gen_ai.usage.input_tokens"] = trace.usage.inputTokens;
+    attributes["gen_ai.usage.output_tokens"] = trace.usage.outputTokens;
+  }
+  if (trace.stream !== undefined) attributes["warden.stream"] = trace.stream;
+  if (trace.key) {
+    attributes["warden.key_id"] = trace.key.id;
+    attributes["warden.workspace_id"] = trace.key.workspaceId;
+  }
+  if (trace.guardrailVerdict) attributes["warden.guardrail_verdict"] = trace.guardrailVerdict;
+  if (trace.refusal !== undefined) attributes["warden.refusal"] = trace.refusal;
+  span.setAttributes(attributes);
+  // The GenAI conventions' name for a model call; for anything else, HTTP's (the method alone,
+  // as there is no low-cardinality route to add).
+  span.updateName(operation !== undefined && trace.model !== undefined ? `${operation} ${trace.model}` : (req.method ?? "HTTP"));
+  // As HTTP server spans are: an error status for the gateway's own failures (5xx); a refusal
+  // (4xx) is the caller's, and says so in error.type.
+  if (status >= 500) spanFailed(span, trace.errorType ?? String(status));
+  else if (status >= 400) span.setAttribute("error.type", trace.errorType ?? String(status));
+  span.end();
 }
 
 /** The fields of a request's access-log line (its logger adds the request ID). */

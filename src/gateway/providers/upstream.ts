@@ -9,6 +9,8 @@ export interface UpstreamCall {
   body: Buffer;
   /** The caller's headers; only anthropic-version and anthropic-beta are read. A Headers fits. */
   clientHeaders: Pick<Headers, "get">;
+  /** W3C traceparent and tracestate, when the call is traced. */
+  traceHeaders?: Record<string, string>;
   /** The caller's; aborting it rejects send() or ends the body with the signal's reason, untyped. */
   signal: AbortSignal;
 }
@@ -104,7 +106,7 @@ export class Upstream {
       .request({
         method: "POST",
         path: `${this.#pathPrefix}${this.kind === "azure_openai" ? "/openai" : ""}${call.path}${query}`,
-        headers: this.#headers(this.#apiKey, call.clientHeaders),
+        headers: call.traceHeaders ? { ...this.#headers(this.#apiKey, call.clientHeaders), ...call.traceHeaders } : this.#headers(this.#apiKey, call.clientHeaders),
         body: call.body,
         signal: call.signal,
       })

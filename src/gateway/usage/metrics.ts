@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { GatewayError, UNREADABLE_ANSWER_PREFIX } from "../dataplane/errors.ts";
 import { UpstreamBodyTimeoutError, UpstreamConnectionError, UpstreamTimeoutError } from "../providers/errors.ts";
+import { genAiOperation } from "../endpoints/gen-ai.ts";
 import type { TokenUsage } from "./provider-usage.ts";
 
 /**
@@ -10,16 +11,6 @@ import type { TokenUsage } from "./provider-usage.ts";
  * `gen_ai_server_request_duration_seconds`; `{token}` is an annotation and adds nothing). The
  * rest are Warden's own, under `warden_gateway_`. Every metric is listed in docs/operations.md.
  */
-
-/** The OpenTelemetry GenAI operation of each endpoint. */
-const operations: Record<string, string> = {
-  messages: "chat",
-  responses: "chat",
-  chat: "chat",
-  embeddings: "embeddings",
-  images: "generate_content",
-  count_tokens: "count_tokens",
-};
 
 /** The conventions' advisory buckets (seconds; tokens). */
 const durationBuckets = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
@@ -141,7 +132,7 @@ export class GatewayMetrics {
     this.#requests.inc({ endpoint: request.endpoint, provider, model, status: request.status });
     if (request.refusal !== undefined) this.#refusals.inc({ reason: request.refusal });
     // Requests that named no endpoint (a wrong path) are counted, but timed under none.
-    const operation = operations[request.endpoint];
+    const operation = genAiOperation(request.endpoint);
     if (operation === undefined) return;
     const genAi = { gen_ai_operation_name: operation, gen_ai_provider_name: provider, gen_ai_request_model: model };
     this.#duration.observe({ ...genAi, error_type: request.errorType ?? "" }, request.latencyMs / 1000);

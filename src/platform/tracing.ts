@@ -1,0 +1,267 @@
+import { createHash, randomBytes } from "node:crypto";
+import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type Link, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
+import { ExportResultCode, parseTraceParent, setGlobalErrorHandler, TraceState, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type IdGenerator,
+  type ReadableSpan,
+  type Sampler,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace";
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { Logger } from "./logger.ts";
+
+/**
+ * Traces, through OpenTelemetry's SDK, exported over OTLP/HTTP (protobuf) when an endpoint is set;
+ * with none, there is no `Tracing` at all and requests make no spans. Contexts are passed by hand
+ * (no global context manager): the two places that make spans know their parent, and
+ * AsyncLocalStorage would cost every request something.
+ *
+ * The gateway spec makes `X-Request-ID` the trace ID: a 32-hex-digit ID is the trace ID as is, any
+ * other is mapped to one (the first 16 bytes of its SHA-256). With no X-Request-ID, the trace ID
+ * (the caller's `traceparent`'s, or a new one) is the request ID, so that log lines and spans
+ * always meet.
+ */
+
+export type SamplerName = "always_on" | "always_off" | "traceidratio" | "parentbased_always_on" | "parentbased_always_off" | "parentbased_traceidratio";
+
+export interface TracingSettings {
+  /** Where spans are posted (`…/v1/traces`). */
+  url: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  serviceName: string;
+  resourceAttributes: Record<string, string>;
+  sampler: SamplerName;
+  samplerRatio: number;
+  scheduleDelayMs: number;
+  maxQueueSize: number;
+  maxExportBatchSize: number;
+}
+
+/** A request's identity: its request ID and the trace it belongs to. */
+export interface RequestIdentity {
+  requestId: string;
+  /** Whether the caller sent the request ID (only then is it returned to it, on the gateway). */
+  ownRequestId: boolean;
+}
+
+/** The W3C headers a caller sent, as read from its request. */
+export interface IncomingTraceHeaders {
+  requestId: string | undefined;
+  traceparent: string | undefined;
+  tracestate: string | undefined;
+}
+
+const HEX32 = /^[0-9a-f]{32}$/i;
+const ZERO_TRACE = "0".repeat(32);
+const propagator = new W3CTraceContextPropagator();
+
+/** The trace ID of a request ID: itself when it is 32 hex digits (not all zeros), else a hash of it. */
+export function traceIdOf(requestId: string): string {
+  if (HEX32.test(requestId) && requestId !== ZERO_TRACE) return requestId.toLowerCase();
+  return createHash("sha256").update(requestId).digest("hex").slice(0, 32);
+}
+
+/**
+ * Chooses the trace ID of the next root span: the SDK asks its IdGenerator, and `startSpan` is
+ * synchronous, so the ID set just before it is the one it takes.
+ */
+class ChosenTraceIds implements IdGenerator {
+  next: string | undefined;
+
+  generateTraceId(): string {
+    const chosen = this.next;
+    this.next = undefined;
+    return chosen ?? randomBytes(16).toString("hex");
+  }
+
+  generateSpanId(): string {
+    return randomBytes(8).toString("hex");
+  }
+}
+
+/**
+ * Mirrors the batch processor's queue, for the metrics: the SDK keeps its count private. Placed
+ * before it, it sees each span as the batch processor will (sampled spans only; dropped once the
+ * queue is full), and the exporter below it tells when spans leave the queue.
+ */
+class QueueMeter implements SpanProcessor {
+  queued = 0;
+  readonly #maxQueueSize: number;
+  readonly #dropped: Counter;
+
+  constructor(maxQueueSize: number, dropped: Counter) {
+    this.#maxQueueSize = maxQueueSize;
+    this.#dropped = dropped;
+  }
+
+  onStart(): void {}
+
+  onEnd(span: ReadableSpan): void {
+    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
+    if (this.queued >= this.#maxQueueSize) this.#dropped.inc();
+    else this.queued += 1;
+  }
+
+  async forceFlush(): Promise<void> {}
+  async shutdown(): Promise<void> {}
+}
+
+/** The OTLP exporter, counting what leaves the queue and what the collector refused. */
+function meteredExporter(inner: SpanExporter, meter: QueueMeter, exported: Counter, failed: Counter): SpanExporter {
+  return {
+    export(spans, done) {
+      meter.queued = Math.max(0, meter.queued - spans.length);
+      inner.export(spans, (result) => {
+        if (result.code === ExportResultCode.SUCCESS) exported.inc(spans.length);
+        else failed.inc(spans.length);
+        done(result);
+      });
+    },
+    shutdown: () => inner.shutdown(),
+    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
+  };
+}
+
+function sampler(settings: TracingSettings): Sampler {
+  const ratio = () => new TraceIdRatioBasedSampler(settings.samplerRatio);
+  switch (settings.sampler) {
+    case "always_on":
+      return new AlwaysOnSampler();
+    case "always_off":
+      return new AlwaysOffSampler();
+    case "traceidratio":
+      return ratio();
+    case "parentbased_always_on":
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case "parentbased_always_off":
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case "parentbased_traceidratio":
+      return new ParentBasedSampler({ root: ratio() });
+  }
+}
+
+export class Tracing {
+  readonly #provider: TracerProvider;
+  readonly #tracer: Tracer;
+  readonly #ids = new ChosenTraceIds();
+
+  constructor(settings: TracingSettings, registry: Registry, logger: Logger) {
+    const registers = [registry];
+    const dropped = new Counter({ name: "warden_trace_spans_dropped_total", help: "Spans dropped because the export queue was full.", registers });
+    const exported = new Counter({ name: "warden_trace_spans_exported_total", help: "Spans the OTLP collector accepted.", registers });
+    const failed = new Counter({ name: "warden_trace_spans_export_failed_total", help: "Spans whose export failed (the collector refused them, or did not answer in time).", registers });
+    const meter = new QueueMeter(settings.maxQueueSize, dropped);
+    new Gauge({
+      name: "warden_trace_queue_spans",
+      help: "Ended spans waiting to be exported.",
+      registers,
+      collect() {
+        this.set(meter.queued);
+      },
+    });
+    const exporter = new OTLPTraceExporter({ url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs });
+    // The SDK reports export failures here; one line each, never the headers (they may hold a token).
+    setGlobalErrorHandler((err) => logger.warn({ component: "tracing", err: err instanceof Error ? err.message : String(err) }, "span export failed"));
+    this.#provider = new TracerProvider({
+      resource: resourceFromAttributes({ ...settings.resourceAttributes, "service.name": settings.serviceName }),
+      sampler: sampler(settings),
+      idGenerator: this.#ids,
+      spanProcessors: [
+        meter,
+        new BatchSpanProcessor({
+          exporter: meteredExporter(exporter, meter, exported, failed),
+          scheduledDelayMillis: settings.scheduleDelayMs,
+          maxQueueSize: settings.maxQueueSize,
+          maxExportBatchSize: settings.maxExportBatchSize,
+          exportTimeoutMillis: settings.timeoutMs,
+        }),
+      ],
+    });
+    this.#tracer = this.#provider.getTracer("warden");
+  }
+
+  /**
+   * The SERVER span of one request, and the request's identity. `headers` are the caller's
+   * X-Request-ID, traceparent and tracestate.
+   */
+  startRequest(name: string, headers: IncomingTraceHeaders, attributes: Attributes): { span: Span; identity: RequestIdentity } {
+    const remote = headers.traceparent ? parseTraceParent(headers.traceparent) : null;
+    if (remote && headers.tracestate) remote.traceState = new TraceState(headers.tracestate);
+    const own = headers.requestId;
+    let parent: Context = context.active();
+    let links: Link[] | undefined;
+    let requestId: string;
+    if (own === undefined) {
+      // No request ID: the caller's trace, or a new one, and its ID names the request.
+      if (remote) parent = trace.setSpanContext(parent, remote);
+      else this.#ids.next = randomBytes(16).toString("hex");
+      requestId = remote?.traceId ?? this.#ids.next!;
+    } else {
+      requestId = own;
+      const traceId = traceIdOf(own);
+      if (remote && remote.traceId === traceId) parent = trace.setSpanContext(parent, remote);
+      else {
+        // X-Request-ID decides the trace; a caller's span in another trace is linked, not lost.
+        this.#ids.next = traceId;
+        if (remote) links = [{ context: remote }];
+      }
+    }
+    const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: { ...attributes, "warden.request_id": requestId }, links }, parent);
+    this.#ids.next = undefined;
+    return { span, identity: { requestId, ownRequestId: own !== undefined } };
+  }
+
+  /** A child of `parent`: from `startTime` (performance.now()-based ms; default now). */
+  startChild(parent: Span, name: string, options: { kind?: SpanKind; startTime?: number; attributes?: Attributes } = {}): Span {
+    return this.#tracer.startSpan(
+      name,
+      { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, startTime: options.startTime === undefined ? undefined : epochMs(options.startTime) },
+      trace.setSpan(context.active(), parent),
+    );
+  }
+
+  /** A finished step of `parent`, from `start` to `end` (performance.now() ms). */
+  step(parent: Span, name: string, start: number, end: number): void {
+    this.startChild(parent, name, { startTime: start }).end(epochMs(end));
+  }
+
+  /** The traceparent (and tracestate) that makes `span` the parent of a call sent on. */
+  headersFor(span: Span): Record<string, string> {
+    const headers: Record<string, string> = {};
+    propagator.inject(trace.setSpan(context.active(), span), headers, { set: (carrier, key, value) => (carrier[key] = value) });
+    return headers;
+  }
+
+  /** Sends what is queued, within the export timeout, and stops. */
+  async shutdown(): Promise<void> {
+    await this.#provider.shutdown();
+  }
+
+  async forceFlush(): Promise<void> {
+    await this.#provider.forceFlush();
+  }
+}
+
+/** performance.now()-based milliseconds as epoch milliseconds, which spans take as times. */
+function epochMs(monotonicMs: number): number {
+  return performance.timeOrigin + monotonicMs;
+}
+
+/** Marks a span failed, with the error type the conventions ask for. */
+export function spanFailed(span: Span, errorType: string, message?: string): void {
+  span.setAttribute("error.type", errorType);
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+}
+
+export type { Span, SpanContext };
+export { SpanKind };
