@@ -41,6 +41,8 @@ describe("providers", () => {
       bodyTimeoutMs: 300000,
       maxInFlight: 256,
       apiVersion: null,
+      // sha256("sk-ant-secret-value") = 70a1b8224a9a…
+      apiKeySha256Prefix: "70a1b8224a9a",
       dateCreated: iso,
       dateUpdated: iso,
     });
@@ -57,7 +59,7 @@ describe("providers", () => {
 
     const cleared = await call("PATCH", `/v1/gateway/providers/${provider.id}`, { body: { apiKey: null, maxInFlight: 8 } });
     expect(cleared.status).toBe(200);
-    expect(cleared.body).toMatchObject({ hasApiKey: false, maxInFlight: 8, name: "anthropic-main" });
+    expect(cleared.body).toMatchObject({ hasApiKey: false, apiKeySha256Prefix: null, maxInFlight: 8, name: "anthropic-main" });
   });
 
   it("refuses bad input with the field named", async () => {
@@ -243,14 +245,36 @@ describe("guardrails and usage limits", () => {
   it("sets usage limits on keys, users and groups, one per period", async () => {
     const key = await created("/v1/gateway/keys", {});
     const limit = await created("/v1/gateway/usage-limits", { scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1000 });
-    expect(limit).toEqual({ id: uuid, scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1000, dateCreated: iso, dateUpdated: iso });
+    expect(limit).toEqual({ id: uuid, scope: "key", subjectId: key.id, period: "daily", unit: "tokens", tokenLimit: 1000, costLimitUsd: null, requestLimit: null, dateCreated: iso, dateUpdated: iso });
     const raised = await call("PATCH", `/v1/gateway/usage-limits/${limit.id}`, { body: { tokenLimit: 5000 } });
     expect(raised.body).toMatchObject({ tokenLimit: 5000 });
     const again = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1 } });
-    expect(again.body).toEqual(errorBody("This key already has a daily limit: update it instead", "already_exists"));
+    expect(again.body).toEqual(errorBody("This key already has a daily token limit: update it instead", "already_exists"));
     const noGroup = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "group", subjectId: key.id, period: "weekly", tokenLimit: 1 } });
     expect(noGroup.body).toEqual(errorBody("subjectId names no group of this workspace", "invalid_argument"));
     const zero = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "weekly", tokenLimit: 0 } });
-    expect(zero.body).toEqual(errorBody("tokenLimit must be a positive integer", "invalid_argument"));
+    expect(zero.body).toEqual(errorBody("Set exactly one of tokenLimit, costLimitUsd and requestLimit", "invalid_argument"));
+    const negative = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "weekly", tokenLimit: -5 } });
+    expect(negative.body).toEqual(errorBody("tokenLimit must be a positive integer", "invalid_argument"));
+  });
+
+  it("sets limits in dollars and in requests beside tokens, one of each unit per period", async () => {
+    const key = await created("/v1/gateway/keys", {});
+    const dollars = await created("/v1/gateway/usage-limits", { scope: "key", subjectId: key.id, period: "daily", costLimitUsd: 2.5 });
+    expect(dollars).toEqual({ id: uuid, scope: "key", subjectId: key.id, period: "daily", unit: "usd", tokenLimit: 0, costLimitUsd: 2.5, requestLimit: null, dateCreated: iso, dateUpdated: iso });
+    const requests = await created("/v1/gateway/usage-limits", { scope: "key", subjectId: key.id, period: "daily", requestLimit: 100 });
+    expect(requests).toMatchObject({ unit: "requests", tokenLimit: 0, costLimitUsd: null, requestLimit: 100 });
+    const tokens = await created("/v1/gateway/usage-limits", { scope: "key", subjectId: key.id, period: "daily", tokenLimit: 10 });
+    expect(tokens).toMatchObject({ unit: "tokens", tokenLimit: 10 });
+    const raised = await call("PATCH", `/v1/gateway/usage-limits/${dollars.id}`, { body: { costLimitUsd: 0.000001 } });
+    expect(raised.body).toMatchObject({ unit: "usd", costLimitUsd: 0.000001 });
+    const wrongUnit = await call("PATCH", `/v1/gateway/usage-limits/${dollars.id}`, { body: { tokenLimit: 5 } });
+    expect(wrongUnit.body).toEqual(errorBody("This is a dollar limit: set costLimitUsd", "invalid_argument"));
+    const two = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "weekly", tokenLimit: 5, requestLimit: 5 } });
+    expect(two.body).toEqual(errorBody("Set exactly one of tokenLimit, costLimitUsd and requestLimit", "invalid_argument"));
+    for (const costLimitUsd of [0, -1, 0.0000001, 2e9]) {
+      const bad = await call("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "weekly", costLimitUsd } });
+      expect(bad.body, String(costLimitUsd)).toEqual(errorBody("costLimitUsd must be a positive number of dollars, to the micro-dollar, at most 1000000000", "invalid_argument"));
+    }
   });
 });

@@ -226,7 +226,7 @@ describe("the 429 messages, with an injected clock", () => {
       ] as const;
       for (const [period, message] of expectations) {
         const limit = (await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period, tokenLimit: 10 } })).body as { id: string };
-        const config = { usageLimits: [{ id: limit.id, workspaceId, scope: "key", subjectId: key.id, period, tokenLimit: 10 }] } as unknown as WorkspaceConfig;
+        const config = { usageLimits: [{ id: limit.id, workspaceId, scope: "key", subjectId: key.id, period, unit: "tokens", tokenLimit: 10 }] } as unknown as WorkspaceConfig;
         const step = createLimitStep({ store, logger: createLogger("silent"), defaultMaxTokens: 8, now: () => wednesday });
         // "hi" counts 1 token, plus max_tokens 8: the first reserves 9 of 10, the second cannot fit.
         const body = { messages: [{ role: "user", content: "hi" }], max_tokens: 8 };

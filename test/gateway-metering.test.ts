@@ -142,23 +142,30 @@ describe("the usage API", () => {
     const keyId = (await admin("GET", "/v1/gateway/keys")).body as { items: { id: string }[] };
     const rows = (byKey.body as { items: { subject: string; requests: number; inputTokens: number; outputTokens: number; totalTokens: number; estimatedRequests: number }[] }).items;
     const mine = rows.find((r) => r.subject === keyId.items[0]!.id)!;
-    const [expected] = await t.app.orm.em.fork().execute<{ n: number; input: number; output: number; est: number }[]>(
-      "select count(*)::int as n, sum(input_tokens)::int as input, sum(output_tokens)::int as output, (count(*) filter (where tokens_estimated))::int as est from gateway_request_log where key_id = ?",
+    const [expected] = await t.app.orm.em.fork().execute<{ n: number; input: number; output: number; est: number; used: number }[]>(
+      `select count(*)::int as n, sum(input_tokens)::int as input, sum(output_tokens)::int as output, (count(*) filter (where tokens_estimated))::int as est,
+              (count(*) filter (where input_tokens + output_tokens > 0))::int as used from gateway_request_log where key_id = ?`,
       [keyId.items[0]!.id],
     );
     expect(mine).toEqual({
       subject: keyId.items[0]!.id,
+      name: "tests",
       requests: expected!.n,
       inputTokens: expected!.input,
       outputTokens: expected!.output,
       totalTokens: expected!.input + expected!.output,
+      cachedInputTokens: 0,
+      // The fake models' names carry their directives: no price is known for those that used tokens.
+      costUsd: 0,
+      unpricedRequests: expected!.used,
       estimatedRequests: expected!.est,
+      bucketStart: null,
     });
     const byModel = await admin("GET", "/v1/gateway/usage?groupBy=model");
     expect((byModel.body as { groupBy: string; items: { subject: string }[] }).groupBy).toBe("model");
     expect((byModel.body as { items: { subject: string }[] }).items.map((r) => r.subject)).toContain(fakeModel("claude-x", { inputTokens: 40, outputTokens: 9 }));
     const past = await admin("GET", "/v1/gateway/usage?startTime=2020-01-01T00:00:00Z&endTime=2020-01-02T00:00:00Z");
-    expect(past.body).toEqual({ startTime: "2020-01-01T00:00:00.000Z", endTime: "2020-01-02T00:00:00.000Z", groupBy: "key", items: [] });
+    expect(past.body).toEqual({ startTime: "2020-01-01T00:00:00.000Z", endTime: "2020-01-02T00:00:00.000Z", groupBy: "key", bucket: "none", items: [] });
     const bad = await admin("GET", "/v1/gateway/usage?startTime=yesterday");
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({
@@ -221,10 +228,11 @@ describe("the request log takes whatever providers report", () => {
   it("usage figures that are not whole non-negative numbers count as 0, fractions are cut, huge ones capped", () => {
     expect(usageFrom({ input_tokens: 1e300, output_tokens: 12.9 })).toEqual({ inputTokens: MAX_REPORTED_TOKENS, outputTokens: 12 });
     expect(usageFrom({ input_tokens: -5, output_tokens: "7" })).toEqual({ inputTokens: 0, outputTokens: 0 });
-    expect(usageFrom({ input_tokens: null, output_tokens: { n: 1 }, cache_read_input_tokens: 4 })).toEqual({ inputTokens: 4, outputTokens: 0 });
+    expect(usageFrom({ input_tokens: null, output_tokens: { n: 1 }, cache_read_input_tokens: 4 })).toEqual({ inputTokens: 4, outputTokens: 0, cachedInputTokens: 4 });
     expect(usageFrom({ input_tokens: 9e11, cache_creation_input_tokens: 9e11, cache_read_input_tokens: 9e11 })).toEqual({
       inputTokens: MAX_REPORTED_TOKENS,
       outputTokens: 0,
+      cachedInputTokens: 9e11,
     });
     expect(usageFrom({ prompt_tokens: 2 ** 70 })).toEqual({ inputTokens: MAX_REPORTED_TOKENS, outputTokens: 0 });
     const meter = new StreamUsage();

@@ -1,3 +1,4 @@
+import { PriceBook } from "../src/gateway/cost/price-book.ts";
 import { randomBytes, randomUUID } from "node:crypto";
 import { Migrator } from "@mikro-orm/migrations";
 import { MikroORM } from "@mikro-orm/postgresql";
@@ -345,6 +346,7 @@ function workspace(providers: ProviderConfig[], rules: RoutingRule[] = []): Work
     groupAllowLists: new Map(),
     guardrails: [],
     usageLimits: [],
+    prices: new PriceBook(),
   };
 }
 

@@ -41,6 +41,9 @@ interface Logged {
   tokensEstimated: boolean;
   guardrailVerdict: string | null;
   superseded: boolean;
+  cachedInputTokens?: number;
+  /** As the numeric column takes it. */
+  costUsd?: string | null;
 }
 
 const logged = new Map<string, Logged>();
@@ -56,12 +59,13 @@ const minutes = (n: number) => new Date(base.getTime() - n * 60_000);
 async function insert(row: Omit<Logged, "id">): Promise<void> {
   const [{ id }] = await t.app.orm.em.fork().execute<{ id: string }[]>(
     `insert into gateway_request_log (request_id, time, workspace_id, key_id, user_id, group_ids, endpoint, model, provider,
-       status, error_type, latency_ms, ttfb_ms, input_tokens, output_tokens, tokens_estimated, guardrail_verdict, superseded)
-     values (?, ?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id`,
+       status, error_type, latency_ms, ttfb_ms, input_tokens, output_tokens, tokens_estimated, guardrail_verdict, superseded,
+       cached_input_tokens, cost_usd)
+     values (?, ?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id`,
     [
       row.requestId, row.time, row.workspaceId, row.keyId, row.userId, `{${row.groupIds.join(",")}}`, row.endpoint, row.model,
       row.provider, row.status, row.errorType, row.latencyMs, row.ttfbMs, row.inputTokens, row.outputTokens, row.tokensEstimated,
-      row.guardrailVerdict, row.superseded,
+      row.guardrailVerdict, row.superseded, row.cachedInputTokens ?? 0, row.costUsd ?? null,
     ],
   );
   logged.set(`${row.workspaceId}/${row.requestId}`, { ...row, id: Number(id) });
@@ -98,6 +102,8 @@ function body(requestId: string, ws = workspace) {
     tokensEstimated: row.tokensEstimated,
     guardrailVerdict: row.guardrailVerdict,
     superseded: row.superseded,
+    cachedInputTokens: row.cachedInputTokens ?? 0,
+    costUsd: row.costUsd == null ? null : Number(row.costUsd),
   };
 }
 
@@ -122,6 +128,7 @@ beforeAll(async () => {
   await insert({
     ...own, requestId: "r1", time: minutes(0), keyId: keyA, userId: userU, groupIds: [groupG], endpoint: "messages", model: "claude-x",
     provider: "anthropic", status: 200, latencyMs: 120, ttfbMs: 40, inputTokens: 10, outputTokens: 5, guardrailVerdict: "pass",
+    cachedInputTokens: 4, costUsd: "0.000123456789",
   });
   // r2 and r3 share a time: the later id comes first.
   await insert({ ...own, requestId: "r3", time: minutes(1), keyId: keyA, endpoint: "chat", model: "gpt-4o", provider: "azure", status: 429, errorType: "rate_limit_error", latencyMs: 30, superseded: true });
@@ -170,6 +177,8 @@ describe("filters", () => {
       tokensEstimated: false,
       guardrailVerdict: "pass",
       superseded: false,
+      cachedInputTokens: 4,
+      costUsd: 0.000123456789,
     });
     // A deleted key's entries keep its ID, without a name; a bigint token count comes whole.
     expect((await list("requestId=r4")).body).toEqual({ items: [{ ...body("r4"), keyId: keyGone, keyName: null, inputTokens: 3_000_000_000 }] });
@@ -313,6 +322,7 @@ describe("over Connect", () => {
       outputTokens: 3n,
       tokensEstimated: false,
       superseded: false,
+      cachedInputTokens: 0n,
     });
     const paged = await connect.listRequestLog({ endpoint: "embeddings", perPage: 10, startTime: timestampFromDate(minutes(60)) });
     expect({ count: paged.items.length, nextPage: paged.nextPage }).toEqual({ count: 10, nextPage: 2 });

@@ -90,7 +90,7 @@ function track(store: CounterStore): CounterStore {
 }
 
 function limit(period: LimitPeriod, tokenLimit: number, scope: LimitScope = "key"): UsageLimit {
-  return { id: randomUUID(), workspaceId, scope, subjectId: randomUUID(), period, tokenLimit };
+  return { id: randomUUID(), workspaceId, scope, subjectId: randomUUID(), period, unit: "tokens", tokenLimit };
 }
 
 function granted(result: ReserveResult): Reservation {

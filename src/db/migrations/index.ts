@@ -14,6 +14,8 @@ import { Migration20261124070000 } from "./Migration20261124070000.ts";
 import { Migration20261124080000 } from "./Migration20261124080000.ts";
 import { Migration20261124090000 } from "./Migration20261124090000.ts";
 import { Migration20261125030000 } from "./Migration20261125030000.ts";
+import { Migration20261125040000 } from "./Migration20261125040000.ts";
+import { Migration20261125050000 } from "./Migration20261125050000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
 export const migrations: MigrationObject[] = [
@@ -32,4 +34,6 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261124080000", class: Migration20261124080000 },
   { name: "Migration20261124090000", class: Migration20261124090000 },
   { name: "Migration20261125030000", class: Migration20261125030000 },
+  { name: "Migration20261125040000", class: Migration20261125040000 },
+  { name: "Migration20261125050000", class: Migration20261125050000 },
 ];

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -44,7 +44,7 @@ export function providerRpcs(secrets: SecretBox): ProviderRpcs {
         name,
         kind,
         baseUrl: providerBaseUrl(req.baseUrl, kind),
-        apiKeyCiphertext: req.apiKey ? secrets.seal(requireText("apiKey", req.apiKey, 4096)) : null,
+        ...storedKey(secrets, req.apiKey),
         connectTimeoutMs: boundedInt("connectTimeoutMs", req.connectTimeoutMs, providerDefaults.connectTimeoutMs, 1, maxTimeoutMs),
         headersTimeoutMs: boundedInt("headersTimeoutMs", req.headersTimeoutMs, providerDefaults.headersTimeoutMs, 1, maxTimeoutMs),
         bodyTimeoutMs: boundedInt("bodyTimeoutMs", req.bodyTimeoutMs, providerDefaults.bodyTimeoutMs, 1, maxTimeoutMs),
@@ -78,7 +78,7 @@ export function providerRpcs(secrets: SecretBox): ProviderRpcs {
         provider.name = name;
       }
       if (fields.has("base_url")) provider.baseUrl = providerBaseUrl(req.baseUrl, provider.kind);
-      if (fields.has("api_key")) provider.apiKeyCiphertext = req.apiKey ? secrets.seal(requireText("apiKey", req.apiKey, 4096)) : null;
+      if (fields.has("api_key")) Object.assign(provider, storedKey(secrets, req.apiKey));
       if (fields.has("connect_timeout_ms")) provider.connectTimeoutMs = boundedInt("connectTimeoutMs", req.connectTimeoutMs, providerDefaults.connectTimeoutMs, 1, maxTimeoutMs);
       if (fields.has("headers_timeout_ms")) provider.headersTimeoutMs = boundedInt("headersTimeoutMs", req.headersTimeoutMs, providerDefaults.headersTimeoutMs, 1, maxTimeoutMs);
       if (fields.has("body_timeout_ms")) provider.bodyTimeoutMs = boundedInt("bodyTimeoutMs", req.bodyTimeoutMs, providerDefaults.bodyTimeoutMs, 1, maxTimeoutMs);
@@ -96,6 +96,17 @@ export function providerRpcs(secrets: SecretBox): ProviderRpcs {
       return {};
     },
   };
+}
+
+/**
+ * The key sealed, and its fingerprint: the first 12 hex digits of its SHA-256, which `warden apply`
+ * compares with the key it holds. Provider keys are long random strings, so 48 bits of their hash
+ * reveal nothing useful, and the key itself is never returned.
+ */
+function storedKey(secrets: SecretBox, apiKey: string | undefined): Pick<ProviderRow, "apiKeyCiphertext" | "apiKeySha256Prefix"> {
+  if (!apiKey) return { apiKeyCiphertext: null, apiKeySha256Prefix: null };
+  const key = requireText("apiKey", apiKey, 4096);
+  return { apiKeyCiphertext: secrets.seal(key), apiKeySha256Prefix: createHash("sha256").update(key).digest("hex").slice(0, 12) };
 }
 
 async function ownProvider(em: EntityManager, workspaceId: string, providerId: string): Promise<ProviderRow> {
@@ -121,6 +132,7 @@ function providerMessage(row: ProviderRow): MessageInitShape<typeof ProviderSche
     bodyTimeoutMs: row.bodyTimeoutMs,
     maxInFlight: row.maxInFlight,
     apiVersion: row.apiVersion ?? undefined,
+    apiKeySha256Prefix: row.apiKeySha256Prefix ?? undefined,
     dateCreated: timestampFromDate(row.dateCreated),
     dateUpdated: timestampFromDate(row.dateUpdated),
   };

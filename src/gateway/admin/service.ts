@@ -4,6 +4,7 @@ import type { SecretBox } from "../config/secrets.ts";
 import { accessRuleRpcs } from "./access-rules.ts";
 import { guardrailRpcs } from "./guardrails.ts";
 import { keyRpcs } from "./keys.ts";
+import { priceRpcs } from "./prices.ts";
 import { providerRpcs } from "./providers.ts";
 import { routingRuleRpcs } from "./routing-rules.ts";
 import { settingsRpcs } from "./settings.ts";
@@ -25,6 +26,7 @@ export function createGatewayAdminService(options: GatewayAdminOptions): Service
     ...accessRuleRpcs(),
     ...guardrailRpcs(),
     ...usageLimitRpcs(),
+    ...priceRpcs(),
     ...settingsRpcs(options),
     ...workspaceSettingsRpcs(options.secrets),
   };

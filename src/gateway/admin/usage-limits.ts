@@ -6,6 +6,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   LimitPeriod,
   LimitScope,
+  LimitUnit,
   type GatewayAdminService,
   type UsageLimitSchema,
 } from "../../../gen/warden/gateway/v1/admin_pb.js";
@@ -25,8 +26,9 @@ export function usageLimitRpcs(): UsageLimitRpcs {
       const scope = requireEnum("scope", LimitScope, req.scope);
       const period = requireEnum("period", LimitPeriod, req.period);
       const subjectId = await ownSubject(em, workspaceId, req.scope, req.subjectId);
-      if (await em.count(UsageLimitEntity, { workspaceId, scope, subjectId, period })) {
-        throw alreadyExists(`This ${scope.toLowerCase()} already has a ${period.toLowerCase()} limit: update it instead`);
+      const { unit, amount } = limitOf(req);
+      if (await em.count(UsageLimitEntity, { workspaceId, scope, subjectId, period, unit })) {
+        throw alreadyExists(`This ${scope.toLowerCase()} already has a ${period.toLowerCase()} ${unitNames[unit]} limit: update it instead`);
       }
       const now = new Date();
       const row = em.create(UsageLimitEntity, {
@@ -35,7 +37,8 @@ export function usageLimitRpcs(): UsageLimitRpcs {
         scope,
         subjectId,
         period,
-        tokenLimit: tokenLimit(req.tokenLimit),
+        unit,
+        tokenLimit: amount,
         dateCreated: now,
         dateUpdated: now,
       });
@@ -53,7 +56,9 @@ export function usageLimitRpcs(): UsageLimitRpcs {
       const id = requireUuid("usageLimitId", req.usageLimitId);
       const row = await em.findOne(UsageLimitEntity, { id, workspaceId: principalOf(ctx).workspaceId });
       if (!row) throw notFound("Usage limit not found");
-      row.tokenLimit = tokenLimit(req.tokenLimit);
+      const { unit, amount } = limitOf(req);
+      if (unit !== row.unit) throw invalidArgument(`This is a ${unitNames[row.unit as StoredUnit]} limit: set ${limitFields[row.unit as StoredUnit]}`);
+      row.tokenLimit = amount;
       row.dateUpdated = new Date();
       await em.flush();
       return { usageLimit: usageLimitMessage(row) };
@@ -68,9 +73,31 @@ export function usageLimitRpcs(): UsageLimitRpcs {
   };
 }
 
-function tokenLimit(value: bigint): number {
+type StoredUnit = "TOKENS" | "USD" | "REQUESTS";
+const unitNames: Record<StoredUnit, string> = { TOKENS: "token", USD: "dollar", REQUESTS: "request" };
+const limitFields: Record<StoredUnit, string> = { TOKENS: "tokenLimit", USD: "costLimitUsd", REQUESTS: "requestLimit" };
+/** The largest dollar limit: a billion dollars, whose micro-dollars a double still holds exactly. */
+const MAX_COST_LIMIT_USD = 1_000_000_000;
+
+/** The one limit a request sets, as its unit and its amount in that unit (micro-dollars for USD). */
+function limitOf(req: { tokenLimit: bigint; costLimitUsd?: number; requestLimit?: bigint }): { unit: StoredUnit; amount: number } {
+  const given = [req.tokenLimit !== 0n, req.costLimitUsd !== undefined, req.requestLimit !== undefined].filter(Boolean).length;
+  if (given !== 1) throw invalidArgument("Set exactly one of tokenLimit, costLimitUsd and requestLimit");
+  if (req.costLimitUsd !== undefined) {
+    const usd = req.costLimitUsd;
+    const micros = Math.round(usd * 1_000_000);
+    if (!Number.isFinite(usd) || usd <= 0 || usd > MAX_COST_LIMIT_USD || Math.abs(usd * 1_000_000 - micros) > 1e-6 * Math.max(1, micros)) {
+      throw invalidArgument(`costLimitUsd must be a positive number of dollars, to the micro-dollar, at most ${MAX_COST_LIMIT_USD}`);
+    }
+    return { unit: "USD", amount: micros };
+  }
+  if (req.requestLimit !== undefined) return { unit: "REQUESTS", amount: positive("requestLimit", req.requestLimit) };
+  return { unit: "TOKENS", amount: positive("tokenLimit", req.tokenLimit) };
+}
+
+function positive(name: string, value: bigint): number {
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw invalidArgument("tokenLimit must be a positive integer");
+  if (!Number.isSafeInteger(n) || n < 1) throw invalidArgument(`${name} must be a positive integer`);
   return n;
 }
 
@@ -91,7 +118,10 @@ export function usageLimitMessage(row: UsageLimitRow): MessageInitShape<typeof U
     scope: enumValue(LimitScope, row.scope),
     subjectId: row.subjectId,
     period: enumValue(LimitPeriod, row.period),
-    tokenLimit: BigInt(row.tokenLimit),
+    unit: enumValue(LimitUnit, row.unit),
+    tokenLimit: row.unit === "TOKENS" ? BigInt(row.tokenLimit) : 0n,
+    costLimitUsd: row.unit === "USD" ? row.tokenLimit / 1_000_000 : undefined,
+    requestLimit: row.unit === "REQUESTS" ? BigInt(row.tokenLimit) : undefined,
     dateCreated: timestampFromDate(row.dateCreated),
     dateUpdated: timestampFromDate(row.dateUpdated),
   };

@@ -11,6 +11,8 @@ export const ProviderEntity = defineEntity({
     baseUrl: p.string().length(2000),
     /** AES-256-GCM under the master key: see secrets.ts. */
     apiKeyCiphertext: p.blob().nullable(),
+    /** The first 12 hex digits of the key's SHA-256 (see providers.ts); null without a key, or for a key stored before it was kept. */
+    apiKeySha256Prefix: p.string().length(12).nullable().fieldName("api_key_sha256_prefix"),
     connectTimeoutMs: p.integer(),
     headersTimeoutMs: p.integer(),
     bodyTimeoutMs: p.integer(),
@@ -171,6 +173,9 @@ export const UsageLimitEntity = defineEntity({
     scope: p.string().length(8),
     subjectId: p.uuid(),
     period: p.string().length(16),
+    /** TOKENS, USD or REQUESTS. */
+    unit: p.string().length(8).default("TOKENS"),
+    /** The limit in its unit: tokens, micro-dollars (USD) or requests. */
     tokenLimit: p.bigint("number"),
     dateCreated: p.datetime(),
     dateUpdated: p.datetime(),
@@ -178,9 +183,30 @@ export const UsageLimitEntity = defineEntity({
 });
 export type UsageLimitRow = InferEntity<typeof UsageLimitEntity>;
 
+/** A workspace's own price for a model, on one provider or (providerName null) on any. */
+export const ModelPriceEntity = defineEntity({
+  name: "GatewayModelPrice",
+  tableName: "gateway_model_price",
+  properties: {
+    id: p.uuid().primary(),
+    workspaceId: p.uuid(),
+    providerName: p.string().length(64).nullable(),
+    model: p.string().length(255),
+    /** Micro-dollars per million tokens. */
+    inputMicros: p.bigint("number"),
+    outputMicros: p.bigint("number"),
+    /** Null: cached input costs what input costs. */
+    cachedInputMicros: p.bigint("number").nullable(),
+    dateCreated: p.datetime(),
+    dateUpdated: p.datetime(),
+  },
+});
+export type ModelPriceRow = InferEntity<typeof ModelPriceEntity>;
+
 export const gatewayEntities = [
   GuardrailEntity,
   UsageLimitEntity,
+  ModelPriceEntity,
   ProviderEntity,
   RoutingRuleEntity,
   GatewayUserEntity,

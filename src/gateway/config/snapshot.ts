@@ -6,13 +6,15 @@ import {
   GatewaySettingsEntity,
   GatewayWorkspaceSettingsEntity,
   GuardrailEntity,
+  ModelPriceEntity,
   ProviderEntity,
   RoutingRuleEntity,
   UsageLimitEntity,
   type RoutingRuleRow,
   type UsageLimitRow,
 } from "./entities.ts";
-import type { LimitPeriod, LimitScope, UsageLimit } from "../limits/types.ts";
+import type { LimitPeriod, LimitScope, LimitUnit, UsageLimit } from "../limits/types.ts";
+import { bundledPriceBook, PriceBook, type PriceOverride } from "../cost/price-book.ts";
 import type { SecretBox } from "./secrets.ts";
 import { guardrailOrder } from "./types.ts";
 import type {
@@ -41,6 +43,7 @@ export function usageLimitOf(row: UsageLimitRow): UsageLimit {
     scope: row.scope.toLowerCase() as LimitScope,
     subjectId: row.subjectId,
     period: row.period.toLowerCase() as LimitPeriod,
+    unit: row.unit.toLowerCase() as LimitUnit,
     tokenLimit: Number(row.tokenLimit),
   };
 }
@@ -55,7 +58,7 @@ export interface SnapshotSources {
 /** Reads the whole gateway configuration, for every workspace, into one immutable snapshot. */
 export async function loadSnapshot(sources: SnapshotSources, version: number): Promise<GatewaySnapshot> {
   const em = sources.orm.em.fork();
-  const [providers, rules, keys, accessRules, settings, guardrails, usageLimits, workspaceSettings] = await Promise.all([
+  const [providers, rules, keys, accessRules, settings, guardrails, usageLimits, workspaceSettings, prices] = await Promise.all([
     em.find(ProviderEntity, {}),
     em.find(RoutingRuleEntity, {}, { orderBy: [{ priority: "asc" }, { dateCreated: "asc" }, { id: "asc" }] }),
     em.find(GatewayKeyEntity, {}),
@@ -64,6 +67,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     em.find(GuardrailEntity, { enabled: true }),
     em.find(UsageLimitEntity, {}),
     em.find(GatewayWorkspaceSettingsEntity, { inferencePipelineId: { $ne: null } }),
+    em.find(ModelPriceEntity, {}),
   ]);
 
   const workspaces = new Map<string, WorkspaceConfig>();
@@ -79,6 +83,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
         groupAllowLists: new Map(),
         guardrails: [],
         usageLimits: [],
+        prices: bundledPriceBook,
       };
       workspaces.set(id, config);
     }
@@ -127,6 +132,12 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
     });
   }
   for (const row of usageLimits) workspace(row.workspaceId).usageLimits.push(usageLimitOf(row));
+  const overrides = new Map<string, PriceOverride[]>();
+  for (const row of prices) {
+    const price = { input: row.inputMicros, output: row.outputMicros, cachedInput: row.cachedInputMicros ?? row.inputMicros };
+    overrides.set(row.workspaceId, [...(overrides.get(row.workspaceId) ?? []), { providerName: row.providerName ?? null, model: row.model, price }]);
+  }
+  for (const [workspaceId, list] of overrides) workspace(workspaceId).prices = new PriceBook(list);
 
   for (const config of workspaces.values()) {
     config.guardrails.sort((a, b) => guardrailOrder.indexOf(a.kind) - guardrailOrder.indexOf(b.kind));

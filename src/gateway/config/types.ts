@@ -1,3 +1,4 @@
+import type { PriceBook } from "../cost/price-book.ts";
 import type { UsageLimit } from "../limits/types.ts";
 
 /**
@@ -118,6 +119,8 @@ export interface WorkspaceConfig {
   /** Enabled guardrails only, in `guardrailOrder`. */
   guardrails: GuardrailConfig[];
   usageLimits: UsageLimit[];
+  /** The bundled prices, with the workspace's own over them. */
+  prices: PriceBook;
 }
 
 export interface GatewaySettings {

@@ -8,6 +8,7 @@ import { hashKey } from "../../workspaces/keys.ts";
 import { checkModelAccess, availableModels } from "../access/model-access.ts";
 import type { GatewayKey, GatewaySnapshot, ProviderKind } from "../config/types.ts";
 import { genAiOperation, genAiProviderName } from "../endpoints/gen-ai.ts";
+import { bundledPriceBook, costOf, dollarsText, type PriceBook } from "../cost/price-book.ts";
 import { KeyLookupFailed, type ConfigWatcher } from "../config/watcher.ts";
 import type { GuardrailStep } from "../guardrails/guardrail-step.ts";
 import { createRequestBodies, type RequestBodies } from "../guardrails/request-bodies.ts";
@@ -126,6 +127,10 @@ interface Trace {
   span?: Span;
   stepStarted: number;
   providerKind?: ProviderKind;
+  /** The model the provider was asked for (a routing rule may rename it): what is billed. */
+  upstreamModel?: string;
+  /** The workspace's prices. */
+  prices?: PriceBook;
   maxTokens?: number;
   stream?: boolean;
   ttfbMs?: number;
@@ -217,11 +222,14 @@ export function createGatewayHandler(deps: PipelineDeps) {
           ttfbMs: trace.ttfbMs ?? null,
           guardrailVerdict: trace.guardrailVerdict ?? null,
         };
+        const cost = trace.usage ? costOfCall(trace, trace.usage) : undefined;
         deps.requestLog.record({
           ...outcome,
           ...keyColumns(trace),
           inputTokens: trace.usage?.inputTokens ?? 0,
           outputTokens: trace.usage?.outputTokens ?? 0,
+          cachedInputTokens: trace.usage?.cachedInputTokens ?? 0,
+          costUsd: cost === undefined ? null : dollarsText(cost),
           tokensEstimated: trace.tokensEstimated ?? false,
         });
         deps.metrics?.ended({
@@ -235,6 +243,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           usage: trace.usage,
           overheadMs: trace.overheadMs ?? null,
           refusal: trace.refusal,
+          costPicos: cost,
         });
         if (trace.capture && trace.key && deps.traffic) {
           deps.traffic.record({
@@ -318,6 +327,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     trace.stream = body.stream === true;
 
     const config = snapshot.workspaces.get(key.workspaceId);
+    trace.prices = config?.prices ?? bundledPriceBook;
     const access = checkModelAccess(config, key, model);
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
     step(trace, "access");
@@ -331,7 +341,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     // caller that sends its next request once it has this answer must never find this request's
     // reservation still held next to its settled usage, or a limit with room refuses it.
     let settling: Promise<void> | undefined;
-    const settle = (usage: TokenUsage | undefined) => (settling ??= ticket.settle(usage));
+    const settle = (usage: TokenUsage | undefined) => (settling ??= ticket.settle(usage, usage && costOfCall(trace, usage)));
     try {
       const guardrailRequest = { key, config, spec };
       if (spec.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
@@ -441,6 +451,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       const provider = attempt.provider;
       trace.provider = provider.name;
       trace.providerKind = provider.kind;
+      trace.upstreamModel = attempt.upstreamModel;
       signal.throwIfAborted();
       const upstream = deps.upstreams.for(provider);
       if (!upstream.tryAcquire()) {
@@ -624,6 +635,13 @@ export function createGatewayHandler(deps: PipelineDeps) {
     res.writeHead(rendered.status, withTiming(trace, { ...rendered.headers, "content-length": Buffer.byteLength(rendered.body) }));
     res.end(rendered.body);
   }
+}
+
+/** What a call cost (pico-dollars) at its workspace's price for the model its provider was asked for; undefined when no price is known. */
+function costOfCall(trace: Trace, usage: TokenUsage): bigint | undefined {
+  const model = trace.upstreamModel ?? trace.model;
+  const price = model === undefined ? undefined : (trace.prices ?? bundledPriceBook).priceOf(trace.provider, model);
+  return price && costOf(price, usage);
 }
 
 /** The steps (Server-Timing's names) that become spans of their own, and their names. */

@@ -4,7 +4,8 @@ import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
 import { databaseUnavailable, usageLimitReached } from "../dataplane/errors.ts";
 import type { EndpointSpec } from "../endpoints/specs.ts";
 import { callerText } from "../guardrails/text.ts";
-import type { CounterStore, UsageLimit } from "./types.ts";
+import type { CounterStore, LimitUnit, Reservation, UsageLimit } from "./types.ts";
+import { bundledPriceBook, costOf } from "../cost/price-book.ts";
 import { MAX_REPORTED_TOKENS } from "../usage/provider-usage.ts";
 import type { UsageStep, UsageTicket } from "./usage-step.ts";
 
@@ -22,10 +23,15 @@ export interface LimitStepOptions {
 const noTicket: UsageTicket = { settle: async () => undefined };
 
 /**
- * Usage limits, reserved at admission and settled at completion. The reservation is the counted
- * input plus the request's own output maximum (max_tokens, max_output_tokens), or the default
- * when it sets none: so concurrent requests cannot collectively pass a limit, except by what
- * requests without a maximum write beyond the default.
+ * Usage limits, reserved at admission and settled at completion. A token limit reserves the
+ * counted input plus the request's own output maximum (max_tokens, max_output_tokens), or the
+ * default when it sets none: so concurrent requests cannot collectively pass a limit, except by
+ * what requests without a maximum write beyond the default. A dollar limit reserves what that
+ * would cost at the model's price, and settles the call's cost; a request limit reserves and
+ * settles 1.
+ *
+ * Each unit's limits are reserved together in one atomic step of the store, units one after the
+ * other (tokens, dollars, requests); a unit that refuses releases what the units before it held.
  */
 export function createLimitStep(options: LimitStepOptions): UsageStep {
   const now = options.now ?? (() => new Date());
@@ -33,27 +39,66 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
     async admit({ key, config, spec, body }) {
       const limits = limitsFor(config, key);
       if (limits.length === 0) return noTicket;
-      const amount = countedInput(spec, body) + outputMaximum(spec, body, options.defaultMaxTokens);
-      const result = await options.store.reserve(limits, amount, now()).catch((err: unknown) => {
-        // The counters did not answer in time: the spec's 503, which the caller may retry.
-        throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
-      });
-      if (!result.ok) throw usageLimitReached(result.limit.period, result.resetsAt ?? undefined);
-      const reservation = result.reservation;
+      const input = countedInput(spec, body);
+      const output = outputMaximum(spec, body, options.defaultMaxTokens);
+      const amounts: Record<LimitUnit, () => number> = {
+        tokens: () => input + output,
+        usd: () => worstCaseMicros(config, body, input, output),
+        requests: () => 1,
+      };
+      const held: { unit: LimitUnit; reservation: Reservation }[] = [];
+      const release = () => Promise.all(held.map(({ reservation }) => options.store.release(reservation)));
+      for (const unit of UNITS) {
+        const ofUnit = limits.filter((limit) => limit.unit === unit);
+        if (ofUnit.length === 0) continue;
+        const result = await options.store.reserve(ofUnit, amounts[unit](), now()).catch(async (err: unknown) => {
+          await release().catch(() => {});
+          // The counters did not answer in time: the spec's 503, which the caller may retry.
+          throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
+        });
+        if (!result.ok) {
+          await release();
+          throw usageLimitReached(result.limit.period, result.resetsAt ?? undefined);
+        }
+        held.push({ unit, reservation: result.reservation });
+      }
       return {
-        settle(usage) {
+        settle(usage, costPicos) {
           // Applied before the caller has its whole answer, so that its next request never finds
           // this reservation still held next to the usage it became (when settles ran after the
           // answer, a limit with room refused back-to-back calls). A settle that fails leaves the
           // reservation to the sweep; the caller still gets the answer that was generated.
-          const done = usage
-            ? options.store.settle(reservation, usage.inputTokens + usage.outputTokens)
-            : options.store.release(reservation);
-          return done.catch((err: unknown) => options.logger.error({ err, reservation: reservation.id }, "could not settle usage"));
+          const used: Record<LimitUnit, number> = usage
+            ? { tokens: usage.inputTokens + usage.outputTokens, usd: costPicos === undefined ? 0 : micros(costPicos), requests: 1 }
+            : { tokens: 0, usd: 0, requests: 0 };
+          return Promise.all(
+            held.map(({ unit, reservation }) => {
+              const done = usage ? options.store.settle(reservation, used[unit]) : options.store.release(reservation);
+              return done.catch((err: unknown) => options.logger.error({ err, reservation: reservation.id }, "could not settle usage"));
+            }),
+          ).then(() => undefined);
         },
       };
     },
   };
+}
+
+const UNITS: readonly LimitUnit[] = ["tokens", "usd", "requests"];
+
+/** Pico-dollars as whole micro-dollars, rounded up: a limit never counts a call as free that was not. */
+function micros(picos: bigint): number {
+  return Number((picos + 999_999n) / 1_000_000n);
+}
+
+/**
+ * The most a call can cost before its provider is known: its input and output maxima at the price
+ * of the model asked for (the workspace's price on any provider, else the bundled one). A model
+ * with no known price reserves nothing and, as its cost is unknown, counts nothing either.
+ */
+function worstCaseMicros(config: WorkspaceConfig | undefined, body: Record<string, unknown>, input: number, output: number): number {
+  const model = typeof body.model === "string" ? body.model : "";
+  const price = (config?.prices ?? bundledPriceBook).priceOf(undefined, model);
+  return price ? micros(costOf(price, { inputTokens: input, outputTokens: output })) : 0;
 }
 
 /** The limits on the key, on its owner and on each of its groups. */

@@ -14,6 +14,8 @@
 
 export type LimitScope = "key" | "user" | "group";
 export type LimitPeriod = "daily" | "weekly" | "monthly" | "all_time";
+/** What a limit counts: tokens (input plus output), micro-dollars of cost, or requests. */
+export type LimitUnit = "tokens" | "usd" | "requests";
 
 /** Limit ids and workspace ids are UUIDs, like every id in the schema. */
 export interface UsageLimit {
@@ -22,6 +24,8 @@ export interface UsageLimit {
   scope: LimitScope;
   subjectId: string;
   period: LimitPeriod;
+  unit: LimitUnit;
+  /** The limit in its unit: tokens, micro-dollars or requests (the stores count every unit alike). */
   tokenLimit: number;
 }
 

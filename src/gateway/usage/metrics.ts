@@ -41,6 +41,8 @@ export interface RequestMeasure {
   overheadMs: number | null;
   /** Why the gateway refused the request itself (not a provider's error); undefined when it did not. */
   refusal: string | undefined;
+  /** What it cost, in pico-dollars; undefined when no price is known or nothing was used. */
+  costPicos?: bigint;
 }
 
 export class GatewayMetrics {
@@ -52,6 +54,7 @@ export class GatewayMetrics {
   readonly #refusals: Counter;
   readonly #upstreamErrors: Counter;
   readonly #inFlight: Gauge;
+  readonly #cost: Counter;
   readonly #models = new Set<string>();
 
   constructor(registry: Registry, queues: { requestLog: () => number; pipelineRows: () => number }) {
@@ -102,6 +105,12 @@ export class GatewayMetrics {
       labelNames: ["provider", "type"],
       registers,
     });
+    this.#cost = new Counter({
+      name: "warden_gateway_cost_usd_total",
+      help: "What the gateway's calls cost, in US dollars, at the workspace's prices (calls of models with no known price count nothing).",
+      labelNames: ["provider", "model"],
+      registers,
+    });
     this.#inFlight = new Gauge({ name: "warden_gateway_requests_in_flight", help: "Gateway requests in flight in this process.", registers });
     new Gauge({
       name: "warden_gateway_request_log_buffered",
@@ -131,6 +140,7 @@ export class GatewayMetrics {
     const provider = request.provider ?? "";
     this.#requests.inc({ endpoint: request.endpoint, provider, model, status: request.status });
     if (request.refusal !== undefined) this.#refusals.inc({ reason: request.refusal });
+    if (request.costPicos !== undefined) this.#cost.inc({ provider, model }, Number(request.costPicos) / 1e12);
     // Requests that named no endpoint (a wrong path) are counted, but timed under none.
     const operation = genAiOperation(request.endpoint);
     if (operation === undefined) return;

@@ -4,6 +4,8 @@ import type { SseEvent } from "../providers/sse.ts";
 export interface TokenUsage {
   inputTokens: number;
   outputTokens: number;
+  /** Of the input, the tokens read from the provider's prompt cache, when it said (they cost less). */
+  cachedInputTokens?: number;
 }
 
 type Json = unknown;
@@ -32,7 +34,15 @@ export function usageFrom(usage: Json): TokenUsage | undefined {
   const output = count(usage.output_tokens) || count(usage.completion_tokens);
   if (input === 0 && output === 0 && !("input_tokens" in usage) && !("prompt_tokens" in usage)) return undefined;
   // Three capped figures may add up past the cap.
-  return { inputTokens: Math.min(MAX_REPORTED_TOKENS, input), outputTokens: output };
+  const inputTokens = Math.min(MAX_REPORTED_TOKENS, input);
+  const cached = cachedTokens(usage);
+  return cached > 0 ? { inputTokens, outputTokens: output, cachedInputTokens: Math.min(cached, inputTokens) } : { inputTokens, outputTokens: output };
+}
+
+/** Cache reads: Anthropic's `cache_read_input_tokens`, OpenAI's `input_tokens_details` (Responses) or `prompt_tokens_details` (chat). */
+function cachedTokens(usage: Record<string, Json>): number {
+  const details = isRecord(usage.input_tokens_details) ? usage.input_tokens_details : isRecord(usage.prompt_tokens_details) ? usage.prompt_tokens_details : undefined;
+  return count(usage.cache_read_input_tokens) || (details ? count(details.cached_tokens) : 0);
 }
 
 /** The usage in a non-streamed answer body. */
@@ -63,6 +73,7 @@ export function usageOfAnswer(parsed: Json): TokenUsage | undefined {
 export class StreamUsage {
   #input = 0;
   #output = 0;
+  #cached: number | undefined;
   #reported = false;
 
   observe(event: SseEvent): void {
@@ -74,19 +85,19 @@ export class StreamUsage {
     const value = data.value;
     if (name === "message_start" && isRecord(value.message)) {
       const usage = usageFrom(value.message.usage);
-      if (usage) this.#set(usage.inputTokens, Math.max(this.#output, usage.outputTokens));
+      if (usage) this.#set(usage.inputTokens, Math.max(this.#output, usage.outputTokens), usage.cachedInputTokens);
     } else if (name === "message_delta") {
       const usage = isRecord(value.usage) ? value.usage : undefined;
-      if (usage) this.#set(Math.max(this.#input, usageFrom(usage)?.inputTokens ?? 0), count(usage.output_tokens));
+      if (usage) this.#set(Math.max(this.#input, usageFrom(usage)?.inputTokens ?? 0), count(usage.output_tokens), this.#cached);
     } else if (isRecord(value.response)) {
       const usage = usageFrom(value.response.usage);
-      if (usage) this.#set(usage.inputTokens, usage.outputTokens);
+      if (usage) this.#set(usage.inputTokens, usage.outputTokens, usage.cachedInputTokens);
     }
   }
 
   /** What a translated stream's reader found (the provider's figures, as canonical usage). */
   report(usage: TokenUsage): void {
-    this.#set(usage.inputTokens, usage.outputTokens);
+    this.#set(usage.inputTokens, usage.outputTokens, usage.cachedInputTokens);
   }
 
   /** A chat completions chunk: only one with a usage object says anything (others carry `"usage": null`). */
@@ -96,17 +107,19 @@ export class StreamUsage {
     const data = event.json;
     if (data.kind !== "json" || !isRecord(data.value)) return;
     const usage = usageFrom(data.value.usage);
-    if (usage) this.#set(usage.inputTokens, usage.outputTokens);
+    if (usage) this.#set(usage.inputTokens, usage.outputTokens, usage.cachedInputTokens);
   }
 
   /** Undefined when the provider reported nothing yet. */
   get usage(): TokenUsage | undefined {
-    return this.#reported ? { inputTokens: this.#input, outputTokens: this.#output } : undefined;
+    if (!this.#reported) return undefined;
+    return this.#cached === undefined ? { inputTokens: this.#input, outputTokens: this.#output } : { inputTokens: this.#input, outputTokens: this.#output, cachedInputTokens: this.#cached };
   }
 
-  #set(input: number, output: number): void {
+  #set(input: number, output: number, cached: number | undefined): void {
     this.#input = input;
     this.#output = output;
+    this.#cached = cached;
     this.#reported = true;
   }
 }

@@ -32,6 +32,8 @@ interface Row {
   tokens_estimated: boolean;
   guardrail_verdict: string | null;
   superseded: boolean;
+  cached_input_tokens: string;
+  cost_usd: string | null;
 }
 
 /** Exact-match text filters: their REST name, their column, and the column's width. */
@@ -118,7 +120,8 @@ export async function listRequestLog(
     `select l.id::text as id, l.request_id, extract(epoch from l.time)::text as epoch, l.workspace_id::text as workspace_id, l.key_id::text as key_id,
             k.name as key_name, l.user_id::text as user_id, l.group_ids::text[] as group_ids, l.endpoint, l.model,
             l.provider, l.status, l.error_type, l.latency_ms, l.ttfb_ms, l.input_tokens::text as input_tokens,
-            l.output_tokens::text as output_tokens, l.tokens_estimated, l.guardrail_verdict, l.superseded
+            l.output_tokens::text as output_tokens, l.tokens_estimated, l.guardrail_verdict, l.superseded,
+            l.cached_input_tokens::text as cached_input_tokens, l.cost_usd::text as cost_usd
        from gateway_request_log l
        left join gateway_key k on k.id = l.key_id and k.workspace_id = l.workspace_id
       where ${where.join(" and ")}
@@ -149,6 +152,8 @@ export async function listRequestLog(
       tokensEstimated: row.tokens_estimated,
       guardrailVerdict: row.guardrail_verdict ?? undefined,
       superseded: row.superseded,
+      cachedInputTokens: BigInt(row.cached_input_tokens),
+      costUsd: row.cost_usd === null ? undefined : Number(row.cost_usd),
     })),
     nextPage: more ? page + 1 : undefined,
   };

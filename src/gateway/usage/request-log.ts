@@ -26,6 +26,10 @@ export interface RequestLogEntry extends CallOutcome {
   groupIds: string[];
   inputTokens: number;
   outputTokens: number;
+  /** Of the input, tokens read from the provider's prompt cache; 0 when it said none (or nothing). */
+  cachedInputTokens?: number;
+  /** What the call cost, in US dollars as an exact decimal (price-book.ts, dollarsText); null: no price known, or nothing was used. */
+  costUsd?: string | null;
   /** The provider reported nothing (an abandoned stream): the tokens are an estimate. */
   tokensEstimated: boolean;
   /** A failed attempt after which the call moved to its rule's next target; its final attempt has its own entry. */
@@ -50,7 +54,7 @@ const columns: [string, string][] = [
   ["group_ids", "text"], ["endpoint", "text"], ["model", "text"], ["provider", "text"], ["status", "smallint"],
   ["error_type", "text"], ["latency_ms", "integer"], ["ttfb_ms", "integer"], ["input_tokens", "bigint"],
   ["output_tokens", "bigint"], ["tokens_estimated", "boolean"], ["guardrail_verdict", "text"],
-  ["superseded", "boolean"],
+  ["superseded", "boolean"], ["cached_input_tokens", "bigint"], ["cost_usd", "numeric"],
 ];
 
 const insertSql = `insert into gateway_request_log (${columns.map(([name]) => name).join(", ")})
@@ -87,7 +91,7 @@ function columnValues(batch: RequestLogEntry[]): unknown[][] {
     batch.map((e) => e.model), batch.map((e) => e.provider), batch.map((e) => e.status), batch.map((e) => e.errorType),
     batch.map((e) => e.latencyMs), batch.map((e) => e.ttfbMs), batch.map((e) => e.inputTokens),
     batch.map((e) => e.outputTokens), batch.map((e) => e.tokensEstimated), batch.map((e) => e.guardrailVerdict),
-    batch.map((e) => e.superseded ?? false),
+    batch.map((e) => e.superseded ?? false), batch.map((e) => e.cachedInputTokens ?? 0), batch.map((e) => e.costUsd ?? null),
   ];
 }
 
@@ -148,6 +152,7 @@ export class RequestLog {
     entry.ttfbMs = entry.ttfbMs === null ? null : clamp(entry.ttfbMs, INTEGER_MAX);
     entry.inputTokens = clamp(entry.inputTokens, Number.MAX_SAFE_INTEGER);
     entry.outputTokens = clamp(entry.outputTokens, Number.MAX_SAFE_INTEGER);
+    if (entry.cachedInputTokens !== undefined) entry.cachedInputTokens = clamp(entry.cachedInputTokens, Number.MAX_SAFE_INTEGER);
     this.#writer.add(entry);
   }
 

@@ -85,6 +85,16 @@ export declare type Provider = Message<"warden.gateway.v1.Provider"> & {
    * @generated from field: google.protobuf.Timestamp date_updated = 13;
    */
   dateUpdated?: Timestamp | undefined;
+
+  /**
+   * The first 12 hex digits of the SHA-256 of the stored key, so that `warden apply` can tell
+   * whether the key it holds is the one stored without the key ever being returned. Provider keys
+   * are long random strings: 48 bits of their hash tell nothing useful about them. Absent without
+   * a key, and for a key stored before Warden kept this.
+   *
+   * @generated from field: optional string api_key_sha256_prefix = 14;
+   */
+  apiKeySha256Prefix?: string | undefined;
 };
 
 /**
@@ -1811,7 +1821,7 @@ export declare type UsageLimit = Message<"warden.gateway.v1.UsageLimit"> & {
   period: LimitPeriod;
 
   /**
-   * Input plus output tokens, as the providers report them.
+   * For a token limit: input plus output tokens, as the providers report them; 0 for the other units.
    *
    * @generated from field: int64 token_limit = 5;
    */
@@ -1826,6 +1836,25 @@ export declare type UsageLimit = Message<"warden.gateway.v1.UsageLimit"> & {
    * @generated from field: google.protobuf.Timestamp date_updated = 7;
    */
   dateUpdated?: Timestamp | undefined;
+
+  /**
+   * @generated from field: warden.gateway.v1.LimitUnit unit = 8;
+   */
+  unit: LimitUnit;
+
+  /**
+   * For a dollar limit: US dollars, to the micro-dollar.
+   *
+   * @generated from field: optional double cost_limit_usd = 9;
+   */
+  costLimitUsd?: number | undefined;
+
+  /**
+   * For a request limit.
+   *
+   * @generated from field: optional int64 request_limit = 10;
+   */
+  requestLimit?: bigint | undefined;
 };
 
 /**
@@ -1835,6 +1864,8 @@ export declare type UsageLimit = Message<"warden.gateway.v1.UsageLimit"> & {
 export declare const UsageLimitSchema: GenMessage<UsageLimit>;
 
 /**
+ * Exactly one of token_limit, cost_limit_usd and request_limit, which sets the limit's unit.
+ *
  * @generated from message warden.gateway.v1.CreateUsageLimitRequest
  */
 export declare type CreateUsageLimitRequest = Message<"warden.gateway.v1.CreateUsageLimitRequest"> & {
@@ -1857,6 +1888,16 @@ export declare type CreateUsageLimitRequest = Message<"warden.gateway.v1.CreateU
    * @generated from field: int64 token_limit = 4;
    */
   tokenLimit: bigint;
+
+  /**
+   * @generated from field: optional double cost_limit_usd = 5;
+   */
+  costLimitUsd?: number | undefined;
+
+  /**
+   * @generated from field: optional int64 request_limit = 6;
+   */
+  requestLimit?: bigint | undefined;
 };
 
 /**
@@ -1919,9 +1960,21 @@ export declare type UpdateUsageLimitRequest = Message<"warden.gateway.v1.UpdateU
   usageLimitId: string;
 
   /**
+   * The new limit, in the field of the limit's unit.
+   *
    * @generated from field: int64 token_limit = 2;
    */
   tokenLimit: bigint;
+
+  /**
+   * @generated from field: optional double cost_limit_usd = 3;
+   */
+  costLimitUsd?: number | undefined;
+
+  /**
+   * @generated from field: optional int64 request_limit = 4;
+   */
+  requestLimit?: bigint | undefined;
 };
 
 /**
@@ -1973,6 +2026,280 @@ export declare type DeleteUsageLimitResponse = Message<"warden.gateway.v1.Delete
  * Use `create(DeleteUsageLimitResponseSchema)` to create a new message.
  */
 export declare const DeleteUsageLimitResponseSchema: GenMessage<DeleteUsageLimitResponse>;
+
+/**
+ * A price the workspace pays for a model, in US dollars per million tokens.
+ *
+ * @generated from message warden.gateway.v1.ModelPrice
+ */
+export declare type ModelPrice = Message<"warden.gateway.v1.ModelPrice"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The provider (by name) this price holds on; absent: any provider.
+   *
+   * @generated from field: optional string provider_name = 2;
+   */
+  providerName?: string | undefined;
+
+  /**
+   * A model name; a dated release (`…-20250929`, `…-2024-08-06`) also finds its family's price.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * @generated from field: double input_per_million = 4;
+   */
+  inputPerMillion: number;
+
+  /**
+   * @generated from field: double output_per_million = 5;
+   */
+  outputPerMillion: number;
+
+  /**
+   * Input read from the provider's prompt cache; absent: the input price.
+   *
+   * @generated from field: optional double cached_input_per_million = 6;
+   */
+  cachedInputPerMillion?: number | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp date_created = 7;
+   */
+  dateCreated?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp date_updated = 8;
+   */
+  dateUpdated?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.ModelPrice.
+ * Use `create(ModelPriceSchema)` to create a new message.
+ */
+export declare const ModelPriceSchema: GenMessage<ModelPrice>;
+
+/**
+ * A bundled list price (`ListModelPrices` with include_bundled).
+ *
+ * @generated from message warden.gateway.v1.ListPrice
+ */
+export declare type ListPrice = Message<"warden.gateway.v1.ListPrice"> & {
+  /**
+   * @generated from field: string model = 1;
+   */
+  model: string;
+
+  /**
+   * @generated from field: double input_per_million = 2;
+   */
+  inputPerMillion: number;
+
+  /**
+   * @generated from field: double output_per_million = 3;
+   */
+  outputPerMillion: number;
+
+  /**
+   * @generated from field: optional double cached_input_per_million = 4;
+   */
+  cachedInputPerMillion?: number | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListPrice.
+ * Use `create(ListPriceSchema)` to create a new message.
+ */
+export declare const ListPriceSchema: GenMessage<ListPrice>;
+
+/**
+ * @generated from message warden.gateway.v1.CreateModelPriceRequest
+ */
+export declare type CreateModelPriceRequest = Message<"warden.gateway.v1.CreateModelPriceRequest"> & {
+  /**
+   * @generated from field: optional string provider_name = 1;
+   */
+  providerName?: string | undefined;
+
+  /**
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * @generated from field: double input_per_million = 3;
+   */
+  inputPerMillion: number;
+
+  /**
+   * @generated from field: double output_per_million = 4;
+   */
+  outputPerMillion: number;
+
+  /**
+   * @generated from field: optional double cached_input_per_million = 5;
+   */
+  cachedInputPerMillion?: number | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.CreateModelPriceRequest.
+ * Use `create(CreateModelPriceRequestSchema)` to create a new message.
+ */
+export declare const CreateModelPriceRequestSchema: GenMessage<CreateModelPriceRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.CreateModelPriceResponse
+ */
+export declare type CreateModelPriceResponse = Message<"warden.gateway.v1.CreateModelPriceResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.ModelPrice model_price = 1;
+   */
+  modelPrice?: ModelPrice | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.CreateModelPriceResponse.
+ * Use `create(CreateModelPriceResponseSchema)` to create a new message.
+ */
+export declare const CreateModelPriceResponseSchema: GenMessage<CreateModelPriceResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.ListModelPricesRequest
+ */
+export declare type ListModelPricesRequest = Message<"warden.gateway.v1.ListModelPricesRequest"> & {
+  /**
+   * Also answer the bundled list prices.
+   *
+   * @generated from field: optional bool include_bundled = 1;
+   */
+  includeBundled?: boolean | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListModelPricesRequest.
+ * Use `create(ListModelPricesRequestSchema)` to create a new message.
+ */
+export declare const ListModelPricesRequestSchema: GenMessage<ListModelPricesRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.ListModelPricesResponse
+ */
+export declare type ListModelPricesResponse = Message<"warden.gateway.v1.ListModelPricesResponse"> & {
+  /**
+   * Ordered by model, then provider (any provider first).
+   *
+   * @generated from field: repeated warden.gateway.v1.ModelPrice items = 1;
+   */
+  items: ModelPrice[];
+
+  /**
+   * @generated from field: repeated warden.gateway.v1.ListPrice bundled = 2;
+   */
+  bundled: ListPrice[];
+
+  /**
+   * When the bundled prices were taken from the providers' price lists (YYYY-MM).
+   *
+   * @generated from field: optional string bundled_as_of = 3;
+   */
+  bundledAsOf?: string | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.ListModelPricesResponse.
+ * Use `create(ListModelPricesResponseSchema)` to create a new message.
+ */
+export declare const ListModelPricesResponseSchema: GenMessage<ListModelPricesResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateModelPriceRequest
+ */
+export declare type UpdateModelPriceRequest = Message<"warden.gateway.v1.UpdateModelPriceRequest"> & {
+  /**
+   * @generated from field: string model_price_id = 1;
+   */
+  modelPriceId: string;
+
+  /**
+   * @generated from field: optional double input_per_million = 2;
+   */
+  inputPerMillion?: number | undefined;
+
+  /**
+   * @generated from field: optional double output_per_million = 3;
+   */
+  outputPerMillion?: number | undefined;
+
+  /**
+   * @generated from field: optional double cached_input_per_million = 4;
+   */
+  cachedInputPerMillion?: number | undefined;
+
+  /**
+   * Over REST, the keys present in the body (cachedInputPerMillion: null goes back to the input price).
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 5;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateModelPriceRequest.
+ * Use `create(UpdateModelPriceRequestSchema)` to create a new message.
+ */
+export declare const UpdateModelPriceRequestSchema: GenMessage<UpdateModelPriceRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.UpdateModelPriceResponse
+ */
+export declare type UpdateModelPriceResponse = Message<"warden.gateway.v1.UpdateModelPriceResponse"> & {
+  /**
+   * @generated from field: warden.gateway.v1.ModelPrice model_price = 1;
+   */
+  modelPrice?: ModelPrice | undefined;
+};
+
+/**
+ * Describes the message warden.gateway.v1.UpdateModelPriceResponse.
+ * Use `create(UpdateModelPriceResponseSchema)` to create a new message.
+ */
+export declare const UpdateModelPriceResponseSchema: GenMessage<UpdateModelPriceResponse>;
+
+/**
+ * @generated from message warden.gateway.v1.DeleteModelPriceRequest
+ */
+export declare type DeleteModelPriceRequest = Message<"warden.gateway.v1.DeleteModelPriceRequest"> & {
+  /**
+   * @generated from field: string model_price_id = 1;
+   */
+  modelPriceId: string;
+};
+
+/**
+ * Describes the message warden.gateway.v1.DeleteModelPriceRequest.
+ * Use `create(DeleteModelPriceRequestSchema)` to create a new message.
+ */
+export declare const DeleteModelPriceRequestSchema: GenMessage<DeleteModelPriceRequest>;
+
+/**
+ * @generated from message warden.gateway.v1.DeleteModelPriceResponse
+ */
+export declare type DeleteModelPriceResponse = Message<"warden.gateway.v1.DeleteModelPriceResponse"> & {
+};
+
+/**
+ * Describes the message warden.gateway.v1.DeleteModelPriceResponse.
+ * Use `create(DeleteModelPriceResponseSchema)` to create a new message.
+ */
+export declare const DeleteModelPriceResponseSchema: GenMessage<DeleteModelPriceResponse>;
 
 /**
  * @generated from enum warden.gateway.v1.ProviderKind
@@ -2244,6 +2571,44 @@ export enum LimitPeriod {
 export declare const LimitPeriodSchema: GenEnum<LimitPeriod>;
 
 /**
+ * What a usage limit counts.
+ *
+ * @generated from enum warden.gateway.v1.LimitUnit
+ */
+export enum LimitUnit {
+  /**
+   * @generated from enum value: LIMIT_UNIT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Input plus output tokens, as the providers report them.
+   *
+   * @generated from enum value: LIMIT_UNIT_TOKENS = 1;
+   */
+  TOKENS = 1,
+
+  /**
+   * US dollars, at the workspace's prices (docs/cost.md).
+   *
+   * @generated from enum value: LIMIT_UNIT_USD = 2;
+   */
+  USD = 2,
+
+  /**
+   * Requests that used a model (refusals and failed calls count nothing).
+   *
+   * @generated from enum value: LIMIT_UNIT_REQUESTS = 3;
+   */
+  REQUESTS = 3,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.LimitUnit.
+ */
+export declare const LimitUnitSchema: GenEnum<LimitUnit>;
+
+/**
  * The model gateway's configuration in the caller's workspace: providers, routing rules,
  * gateway keys, users and groups, model access rules, and the gateway-wide settings. Every
  * change reaches every running gateway process through PostgreSQL LISTEN/NOTIFY.
@@ -2490,6 +2855,40 @@ export declare const GatewayAdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteUsageLimitRequestSchema;
     output: typeof DeleteUsageLimitResponseSchema;
+  },
+  /**
+   * The workspace's own prices, over the bundled list prices (docs/cost.md).
+   *
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.CreateModelPrice
+   */
+  createModelPrice: {
+    methodKind: "unary";
+    input: typeof CreateModelPriceRequestSchema;
+    output: typeof CreateModelPriceResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.ListModelPrices
+   */
+  listModelPrices: {
+    methodKind: "unary";
+    input: typeof ListModelPricesRequestSchema;
+    output: typeof ListModelPricesResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.UpdateModelPrice
+   */
+  updateModelPrice: {
+    methodKind: "unary";
+    input: typeof UpdateModelPriceRequestSchema;
+    output: typeof UpdateModelPriceResponseSchema;
+  },
+  /**
+   * @generated from rpc warden.gateway.v1.GatewayAdminService.DeleteModelPrice
+   */
+  deleteModelPrice: {
+    methodKind: "unary";
+    input: typeof DeleteModelPriceRequestSchema;
+    output: typeof DeleteModelPriceResponseSchema;
   },
   /**
    * @generated from rpc warden.gateway.v1.GatewayAdminService.GetGatewayWorkspaceSettings

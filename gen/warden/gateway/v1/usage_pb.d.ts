@@ -34,6 +34,13 @@ export declare type GetUsageRequest = Message<"warden.gateway.v1.GetUsageRequest
    * @generated from field: warden.gateway.v1.UsageGrouping group_by = 3;
    */
   groupBy: UsageGrouping;
+
+  /**
+   * Default: none (one row per subject).
+   *
+   * @generated from field: warden.gateway.v1.UsageBucket bucket = 4;
+   */
+  bucket: UsageBucket;
 };
 
 /**
@@ -80,6 +87,41 @@ export declare type UsageRow = Message<"warden.gateway.v1.UsageRow"> & {
    * @generated from field: int64 estimated_requests = 6;
    */
   estimatedRequests: bigint;
+
+  /**
+   * The key's, user's or group's name (while it exists and has one); the model for a model row.
+   *
+   * @generated from field: optional string name = 7;
+   */
+  name?: string | undefined;
+
+  /**
+   * Of the input tokens, those read from the providers' prompt caches.
+   *
+   * @generated from field: int64 cached_input_tokens = 8;
+   */
+  cachedInputTokens: bigint;
+
+  /**
+   * What the requests cost, in US dollars, at the workspace's prices when they were made.
+   *
+   * @generated from field: double cost_usd = 9;
+   */
+  costUsd: number;
+
+  /**
+   * Requests that used tokens of a model with no known price: their cost is not in cost_usd.
+   *
+   * @generated from field: int64 unpriced_requests = 10;
+   */
+  unpricedRequests: bigint;
+
+  /**
+   * The start of the row's bucket; absent without buckets.
+   *
+   * @generated from field: google.protobuf.Timestamp bucket_start = 11;
+   */
+  bucketStart?: Timestamp | undefined;
 };
 
 /**
@@ -108,9 +150,16 @@ export declare type GetUsageResponse = Message<"warden.gateway.v1.GetUsageRespon
   groupBy: UsageGrouping;
 
   /**
+   * By bucket, then most tokens first.
+   *
    * @generated from field: repeated warden.gateway.v1.UsageRow items = 4;
    */
   items: UsageRow[];
+
+  /**
+   * @generated from field: warden.gateway.v1.UsageBucket bucket = 5;
+   */
+  bucket: UsageBucket;
 };
 
 /**
@@ -141,14 +190,14 @@ export declare type LimitConsumption = Message<"warden.gateway.v1.LimitConsumpti
   limit?: UsageLimit | undefined;
 
   /**
-   * Settled tokens in the current period.
+   * Settled usage in the current period, in the limit's unit (tokens, requests; micro-dollars for a dollar limit).
    *
    * @generated from field: int64 used = 2;
    */
   used: bigint;
 
   /**
-   * Tokens held by requests still in flight.
+   * Held by requests still in flight, in the same unit.
    *
    * @generated from field: int64 reserved = 3;
    */
@@ -390,6 +439,20 @@ export declare type RequestLogEntry = Message<"warden.gateway.v1.RequestLogEntry
    * @generated from field: bool superseded = 20;
    */
   superseded: boolean;
+
+  /**
+   * Of the input tokens, those read from the provider's prompt cache.
+   *
+   * @generated from field: int64 cached_input_tokens = 21;
+   */
+  cachedInputTokens: bigint;
+
+  /**
+   * What the request cost in US dollars; absent when no price was known for its model, or nothing was used.
+   *
+   * @generated from field: optional double cost_usd = 22;
+   */
+  costUsd?: number | undefined;
 };
 
 /**
@@ -453,6 +516,40 @@ export enum UsageGrouping {
  * Describes the enum warden.gateway.v1.UsageGrouping.
  */
 export declare const UsageGroupingSchema: GenEnum<UsageGrouping>;
+
+/**
+ * Time buckets of the usage API, in UTC.
+ *
+ * @generated from enum warden.gateway.v1.UsageBucket
+ */
+export enum UsageBucket {
+  /**
+   * @generated from enum value: USAGE_BUCKET_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One row per subject for the whole range.
+   *
+   * @generated from enum value: USAGE_BUCKET_NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * @generated from enum value: USAGE_BUCKET_HOUR = 2;
+   */
+  HOUR = 2,
+
+  /**
+   * @generated from enum value: USAGE_BUCKET_DAY = 3;
+   */
+  DAY = 3,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.UsageBucket.
+ */
+export declare const UsageBucketSchema: GenEnum<UsageBucket>;
 
 /**
  * What the gateway was used for, from its request log, and how much of each usage limit is spent.
