@@ -6,7 +6,7 @@ import { spanFailed, SpanKind, type Span, type Tracing } from "../../platform/tr
 import type { Attributes } from "@opentelemetry/api";
 import { hashKey } from "../../workspaces/keys.ts";
 import { checkModelAccess, availableModels } from "../access/model-access.ts";
-import type { GatewayKey, GatewaySnapshot, ProviderKind } from "../config/types.ts";
+import type { GatewayKey, GatewaySnapshot, ProviderKind, WorkspaceConfig } from "../config/types.ts";
 import { genAiOperation, genAiProviderName } from "../endpoints/gen-ai.ts";
 import { bundledPriceBook, costOf, dollarsText, type PriceBook } from "../cost/price-book.ts";
 import { KeyLookupFailed, type ConfigWatcher } from "../config/watcher.ts";
@@ -158,15 +158,15 @@ export function createGatewayHandler(deps: PipelineDeps) {
   const tracing = deps.tracing;
 
   /**
-   * Ends the request's current step: for Server-Timing, and, when tracing, as a child span of the
-   * request for the steps that can take time (the provider calls have spans of their own).
+   * Ends the request's current step: for Server-Timing, and, when tracing and `spanned` names a
+   * span, as a child span of the request. Only steps that did work are spans: a call through a
+   * workspace without guardrails or limits is its own span and its provider call's, no more.
    */
-  function step(trace: Trace, name: string): void {
+  function step(trace: Trace, name: string, spanned?: string): void {
     trace.timing?.step(name);
     if (!trace.span) return;
     const now = performance.now();
-    const spanName = STEP_SPANS[name];
-    if (spanName !== undefined) tracing!.step(trace.span, spanName, trace.stepStarted, now);
+    if (spanned !== undefined) tracing!.step(trace.span, spanned, trace.stepStarted, now);
     trace.stepStarted = now;
   }
 
@@ -334,7 +334,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
 
     abort.signal.throwIfAborted();
     const ticket = spec.generates ? await deps.usage.admit({ key, config, spec, body }) : nothingReserved;
-    step(trace, "limits");
+    step(trace, "limits", trace.span && config?.usageLimits.length ? "reserve usage" : undefined);
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
     // before any output) the reservation is released. Always before the caller has the last byte
     // of its answer, error answers included (the finally below runs before fail() writes one): a
@@ -345,7 +345,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     try {
       const guardrailRequest = { key, config, spec };
       if (spec.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
-      step(trace, "guardrails");
+      step(trace, "guardrails", trace.span && spec.guardrails && hasGuardrails(config, "input") ? "input guardrails" : undefined);
 
       const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
       if (!route.ok) throw route.error;
@@ -410,7 +410,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
         }
         await settled;
-        step(trace, "output");
+        step(trace, "output", trace.span && spec.guardrails && hasGuardrails(config, "output") ? "output guardrails" : undefined);
         // What the caller is given (not an answer the output guardrails blocked), as text for the row.
         if (trace.capture && spec.format !== null) trace.capture.output = { answer };
         firstByte();
@@ -475,7 +475,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           upstreamBody = attempt.upstreamModel === body.model ? raw : await bodies.withModel(raw, body, attempt.upstreamModel);
         }
         trace.overheadMs ??= performance.now() - trace.started;
-        step(trace, "route");
+        step(trace, "route", translation ? "translate" : undefined);
         span = trace.span ? providerSpan(trace.span, trace, attempt) : undefined;
         const response = await upstream.send({
           path: target.path,
@@ -644,14 +644,9 @@ function costOfCall(trace: Trace, usage: TokenUsage): bigint | undefined {
   return price && costOf(price, usage);
 }
 
-/** The steps (Server-Timing's names) that become spans of their own, and their names. */
-const STEP_SPANS: Record<string, string> = {
-  body: "read body",
-  limits: "reserve usage",
-  guardrails: "input guardrails",
-  route: "route",
-  output: "output guardrails",
-};
+function hasGuardrails(config: WorkspaceConfig | undefined, stage: "input" | "output"): boolean {
+  return config?.guardrails.some((guardrail) => guardrail.stage === stage) ?? false;
+}
 
 function endFailed(span: Span, errorType: string, message?: string): void {
   spanFailed(span, errorType, message);
