@@ -124,6 +124,7 @@ export async function startApp(
         guardrailLimits: config.guardrailLimits,
         pipelineSink: (id, rowConfig, rows) => ingest.stream(id, rowConfig, rows),
         metrics,
+        recordMetrics: config.gatewayMetrics,
         accessLog: config.accessLog,
         serverTiming: config.gatewayServerTiming,
         tracing,

@@ -286,6 +286,22 @@ describe("warden keys", () => {
     expect(await warden("keys", "disable", "nope")).toEqual({ code: 2, stdout: "", stderr: "warden keys disable: No gateway key named nope (see warden keys disable --help)\n" });
   });
 
+  it("shows usage with cost by model and day, and the request log", async () => {
+    await t.app.gateway!.requestLog.flush();
+    // Two calls of gpt-test (keys ci and temp), at the file's $2.50 / $10: 11 × 2.5 + 7 × 10 = 97.5 micro-dollars each.
+    const usage = await warden("usage", "--by", "model", "--bucket", "day", "--json");
+    expect(usage.code).toBe(0);
+    const rows = (JSON.parse(usage.stdout) as { items: Record<string, unknown>[] }).items;
+    const day = new Date();
+    day.setUTCHours(0, 0, 0, 0);
+    expect(rows.find((row) => row.subject === "gpt-test")).toMatchObject({ name: "gpt-test", requests: "2", inputTokens: "22", costUsd: 0.000195, bucketStart: day.toISOString().replace(".000Z", "Z") });
+    const table = await warden("usage", "--by", "model", "--bucket", "day");
+    expect(table.stdout).toMatch(new RegExp(`^${day.toISOString().replace(/[.]/g, "\\.")}\\s+gpt-test\\s+2\\s+22\\s+14\\s+36\\s+0\\.000195$`, "m"));
+    expect(await warden("usage", "--bucket", "week")).toEqual({ code: 2, stdout: "", stderr: "warden usage: --bucket must be one of: none, hour, day (see warden usage --help)\n" });
+    const logs = await warden("logs", "--model", "gpt-test", "--json");
+    expect((JSON.parse(logs.stdout) as { items: { costUsd: number }[] }).items.map((entry) => entry.costUsd)).toEqual([0.0000975, 0.0000975]);
+  });
+
   it("the real bin runs", async () => {
     const { stdout } = await promisify(execFile)(path.resolve("node_modules/.bin/node"), [path.resolve("bin/warden.ts"), "providers", "list", "--json"], {
       env: { PATH: process.env.PATH, WARDEN_URL: t.baseUrl, WARDEN_API_KEY: t.adminKey },

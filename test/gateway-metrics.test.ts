@@ -103,3 +103,25 @@ describe("metrics on both listeners", () => {
     expect(api.has("process_cpu_user_seconds_total{}")).toBe(true);
   });
 });
+
+describe("WARDEN_GATEWAY_METRICS=false", () => {
+  it("records no gateway request; /metrics still serves the process's own metrics", async () => {
+    const off = await startTestApp({ env: { WARDEN_GATEWAY_METRICS: "false" } });
+    const fixture = await setUpGateway(off);
+    try {
+      const res = await fetch(`${off.gatewayUrl}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": fixture.key, "content-type": "application/json" },
+        body: JSON.stringify({ model: "claude-m", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      const metrics = await scrape(off.gatewayUrl);
+      expect([...metrics.keys()].filter((key) => key.startsWith("warden_gateway_") || key.startsWith("gen_ai_"))).toEqual([]);
+      expect(metrics.has("process_cpu_user_seconds_total{}")).toBe(true);
+    } finally {
+      await fixture.close();
+      await off.stop();
+    }
+  });
+});

@@ -36,6 +36,7 @@ describe("each bad setting", () => {
     [{ WARDEN_LOG_LEVEL: "verbose" }, 'WARDEN_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
     [{ WARDEN_ACCESS_LOG: "on" }, 'WARDEN_ACCESS_LOG must be true or false, got "on"'],
     [{ WARDEN_GATEWAY_SERVER_TIMING: "yes" }, 'WARDEN_GATEWAY_SERVER_TIMING must be true or false, got "yes"'],
+    [{ WARDEN_GATEWAY_METRICS: "off" }, 'WARDEN_GATEWAY_METRICS must be true or false, got "off"'],
     [{ WARDEN_SHUTDOWN_DRAIN_MS: "-1" }, 'WARDEN_SHUTDOWN_DRAIN_MS must be a non-negative integer, got "-1"'],
     [{ WARDEN_WORKERS: "no" }, 'WARDEN_WORKERS must be true or false, got "no"'],
     [{ WARDEN_GATEWAY_MAX_IN_FLIGHT: "0" }, "WARDEN_GATEWAY_MAX_IN_FLIGHT must be at least 1, got 0"],

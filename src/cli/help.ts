@@ -44,7 +44,7 @@ Disables a gateway key: the gateway answers 401 to it from then on.
 `,
   "providers list": `Usage: warden providers list [--json]
 `,
-  usage: `Usage: warden usage [--from TIME] [--to TIME] [--by key|user|group|model] [--json]
+  usage: `Usage: warden usage [--from TIME] [--to TIME] [--by key|user|group|model] [--bucket none|hour|day] [--json]
 
 TIME is an ISO 8601 time (2026-01-31, 2026-01-31T12:00:00Z) or a duration back from now (30m, 2h,
 7d). Default: the last 24 hours, by key.

@@ -39,9 +39,9 @@ const commands: Record<string, { options: Options; positionals: number; run(api:
   "keys disable": { options: {}, positionals: 1, run: (api, io, _v, args) => disableKey(api, io, args[0]!) },
   "providers list": { options: { json: flag }, positionals: 0, run: (api, io, v) => listProviders(api, io, v.json === true) },
   usage: {
-    options: { from: text, to: text, by: text, json: flag },
+    options: { from: text, to: text, by: text, bucket: text, json: flag },
     positionals: 0,
-    run: (api, io, v) => showUsage(api, io, { from: v.from as string | undefined, to: v.to as string | undefined, by: (v.by as string | undefined) ?? "key", json: v.json === true }),
+    run: (api, io, v) => showUsage(api, io, { from: v.from as string | undefined, to: v.to as string | undefined, by: (v.by as string | undefined) ?? "key", bucket: (v.bucket as string | undefined) ?? "none", json: v.json === true }),
   },
   logs: {
     options: { since: text, until: text, model: text, status: text, key: text, provider: text, "request-id": text, page: text, "per-page": text, json: flag },

@@ -49,6 +49,8 @@ export interface GatewayOptions {
   pipelineSink?: PipelineSink;
   /** The process's Prometheus registry: the gateway's metrics join it, and its listener serves it at /metrics. */
   metrics: Registry;
+  /** Whether each request is recorded in the gateway's metrics (WARDEN_GATEWAY_METRICS). */
+  recordMetrics: boolean;
   /** One info line per request (docs/operations.md, "Logs"); /healthz, /readyz and /metrics are not logged. */
   accessLog: boolean;
   /** Answer with a Server-Timing header: the gateway's own time per step. */
@@ -97,7 +99,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const upstreams = new UpstreamRegistry();
   const requestLog = new RequestLog({ databaseUrl: options.databaseUrl, deadlines: options.databaseDeadlines, logger, retentionDays: options.requestLogRetentionDays });
   const pipelineRows = new TrafficRows({ sink: options.pipelineSink, logger, transcriptOfStandIn: standInTranscript });
-  const metrics = new GatewayMetrics(options.metrics, { requestLog: () => requestLog.buffered, pipelineRows: () => pipelineRows.buffered });
+  const metrics = options.recordMetrics
+    ? new GatewayMetrics(options.metrics, { requestLog: () => requestLog.buffered, pipelineRows: () => pipelineRows.buffered })
+    : undefined;
   const handle = createGatewayHandler({
     watcher,
     upstreams,

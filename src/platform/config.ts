@@ -25,6 +25,8 @@ export interface Config {
   accessLog: boolean;
   /** Gateway answers carry Server-Timing: the gateway's own time per step. */
   gatewayServerTiming: boolean;
+  /** Each gateway request is recorded in the gateway's Prometheus metrics. */
+  gatewayMetrics: boolean;
   /** Spans exported over OTLP; undefined: no tracing at all. */
   tracing: TracingSettings | undefined;
   /** On SIGINT or SIGTERM, how long requests in flight may take to finish. */
@@ -137,6 +139,7 @@ export function loadConfig(env: Env): Config {
     logLevel: s.WARDEN_LOG_LEVEL,
     accessLog: s.WARDEN_ACCESS_LOG,
     gatewayServerTiming: s.WARDEN_GATEWAY_SERVER_TIMING,
+    gatewayMetrics: s.WARDEN_GATEWAY_METRICS,
     tracing: tracingSettings(s),
     shutdownDrainMs: s.WARDEN_SHUTDOWN_DRAIN_MS,
     runWorkers: s.WARDEN_WORKERS,

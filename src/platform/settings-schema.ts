@@ -183,6 +183,10 @@ export const settingsShape = {
     "One `info` line (message `request`) per request on both listeners, `/healthz`, `/readyz` and `/metrics` excepted: request ID, status, latency and, on the gateway, key, model, provider and tokens. See [Logs](#logs).",
     true,
   ),
+  WARDEN_GATEWAY_METRICS: booleanSetting(
+    "Each gateway request is recorded in the gateway's metrics (requests, tokens, cost, durations, refusals, upstream errors). `false`: the gateway's `/metrics` serves the process's own metrics only. See [Metrics](#metrics).",
+    true,
+  ),
   WARDEN_GATEWAY_SERVER_TIMING: booleanSetting(
     "Gateway answers carry a `Server-Timing` header: the gateway's own time per step (auth, body, access, limits, guardrails, route, output), the provider's, and their sum as `gateway`. See docs/gateway.md.",
     false,

@@ -1,7 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ProviderKind } from "../../../gen/warden/gateway/v1/admin_pb.js";
-import { RequestLogEntrySchema, UsageGrouping, UsageRowSchema } from "../../../gen/warden/gateway/v1/usage_pb.js";
+import { RequestLogEntrySchema, UsageBucket, UsageGrouping, UsageRowSchema } from "../../../gen/warden/gateway/v1/usage_pb.js";
 import type { Api } from "../client.ts";
 import { json, table } from "../format.ts";
 import { UsageError, type Io } from "../io.ts";
@@ -52,21 +52,26 @@ export function parseTime(flag: string, value: string, now: Date): Date {
 }
 
 const groupings = { key: UsageGrouping.KEY, user: UsageGrouping.USER, group: UsageGrouping.GROUP, model: UsageGrouping.MODEL } as const;
+const buckets = { none: UsageBucket.NONE, hour: UsageBucket.HOUR, day: UsageBucket.DAY } as const;
 
 export interface UsageOptions {
   from?: string;
   to?: string;
   by: string;
+  bucket: string;
   json: boolean;
 }
 
 export async function showUsage(api: Api, io: Io, options: UsageOptions): Promise<void> {
   if (!(options.by in groupings)) throw new UsageError("--by must be one of: key, user, group, model");
+  if (!(options.bucket in buckets)) throw new UsageError("--bucket must be one of: none, hour, day");
+  const bucketed = options.bucket !== "none";
   const now = new Date();
   const response = await api.usage.getUsage({
     startTime: options.from === undefined ? undefined : timestampFromDate(parseTime("--from", options.from, now)),
     endTime: options.to === undefined ? undefined : timestampFromDate(parseTime("--to", options.to, now)),
     groupBy: groupings[options.by as keyof typeof groupings],
+    bucket: buckets[options.bucket as keyof typeof buckets],
   });
   if (options.json) {
     io.stdout.write(json({
@@ -78,8 +83,9 @@ export async function showUsage(api: Api, io: Io, options: UsageOptions): Promis
   }
   io.stdout.write(`From ${timestampDate(response.startTime!).toISOString()} to ${timestampDate(response.endTime!).toISOString()}, by ${options.by}:\n`);
   io.stdout.write(table(
-    [options.by.toUpperCase(), "REQUESTS", "INPUT TOKENS", "OUTPUT TOKENS", "TOTAL TOKENS", "COST USD"],
+    [...(bucketed ? [options.bucket.toUpperCase()] : []), options.by.toUpperCase(), "REQUESTS", "INPUT TOKENS", "OUTPUT TOKENS", "TOTAL TOKENS", "COST USD"],
     response.items.map((row) => [
+      ...(bucketed ? [row.bucketStart ? timestampDate(row.bucketStart).toISOString() : "-"] : []),
       row.name ?? row.subject ?? "-",
       String(row.requests),
       String(row.inputTokens),
