@@ -54,6 +54,8 @@ describe("routing rules with targets, over REST", () => {
       kind: "openai_compatible",
       baseUrl: "http://vllm.internal:8000",
       hasApiKey: true,
+      // The first 12 hex digits of SHA-256("none").
+      apiKeySha256Prefix: "140bedbf9c3f",
       connectTimeoutMs: 10000,
       headersTimeoutMs: 300000,
       bodyTimeoutMs: 300000,
