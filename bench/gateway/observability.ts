@@ -7,8 +7,8 @@
  *
  * 1. In process, no network: `started()` + `ended(…)` with the values of a successful responses
  *    call, against the same loop that builds the same measure and records nothing; and one
- *    access-log line as the pipeline writes it (a child logger with the request ID, `accessLine`'s
- *    fields, `info(…, "request")`) through a pino logger made as `createLogger` makes it, to
+ *    access-log line as the pipeline writes it (`accessLine`'s members through an
+ *    `AccessLineWriter` on the access logger) of a pino logger made as `createLogger` makes it, to
  *    /dev/null and to a file, asynchronously as the gateway's stdout is written (SonicBoom,
  *    `sync: false`), against the log off; and a request's two spans as the pipeline makes them,
  *    exported in batches to a collector in this process, against none. Many iterations after a warm-up, in rounds that rotate
@@ -33,7 +33,8 @@ import { Registry } from "prom-client";
 import { Pool } from "undici";
 import { GatewayMetrics, type RequestMeasure } from "../../src/gateway/usage/metrics.ts";
 import { accessLogger } from "../../src/platform/logger.ts";
-import { SpanKind, Tracing } from "../../src/platform/tracing.ts";
+import { AccessLineWriter, jsonText } from "../../src/platform/access-line.ts";
+import { SpanKind, Tracing, type TracingSettings } from "../../src/platform/tracing.ts";
 import { latencyStats, type LatencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
 import { sourceRevision, waitUntilServed, withHarness } from "./harness.ts";
@@ -134,22 +135,15 @@ async function startCollector(): Promise<{ url: string; exports: () => number; c
 }
 
 /** A copy of `accessLine` in src/gateway/dataplane/pipeline.ts (not exported), for one successful call. */
-function accessLine(i: number, keyId: string): Record<string, unknown> {
+function accessLine(i: number, requestId: string, keyId: string): string {
   const url = "/v1/responses";
   const query = url.indexOf("?");
-  return {
-    method: "POST",
-    path: query === -1 ? url : url.slice(0, query),
-    status: 200,
-    latencyMs: i % 7,
-    ttfbMs: 0.3 + (i % 89) * 0.04,
-    keyId,
-    model: benchModel,
-    provider: "fake-openai",
-    inputTokens: 20,
-    outputTokens: 23,
-    endpoint: "responses",
-  };
+  return (
+    `"requestId":${jsonText(requestId)},"method":${jsonText("POST")},"path":${jsonText(query === -1 ? url : url.slice(0, query))},` +
+    `"status":200,"latencyMs":${i % 7},"ttfbMs":${0.3 + (i % 89) * 0.04},"keyId":${jsonText(keyId)},` +
+    `"model":${jsonText(benchModel)},"provider":${jsonText("fake-openai")},"inputTokens":20,` +
+    `"outputTokens":23,"endpoint":${jsonText("responses")}`
+  );
 }
 
 /** Runs each case `iterations` times after `warmup`, in `rounds` that rotate the order, in batches of `batch` with an event-loop turn between batches (so asynchronous writes proceed, as between requests). */
@@ -212,10 +206,13 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
   const loggers = { devNull: gatewayLogger(toDevNull), file: gatewayLogger(toFile) };
   const keyId = "0b6f3a52-8f1e-4c47-9a3e-5d2f7c1e9b40";
   const requestIds = Array.from({ length: 1024 }, (_, i) => `7d1c2e4f-0a3b-4c5d-8e9f-${String(i).padStart(12, "0")}`);
-  const line = (logger: Logger) => (i: number) => {
-    const requestId = requestIds[i & 1023]!;
-    logger.info({ requestId, ...accessLine(i, keyId) }, "request");
-    return requestId;
+  const line = (logger: Logger) => {
+    const writer = new AccessLineWriter(logger);
+    return (i: number) => {
+      const requestId = requestIds[i & 1023]!;
+      if (writer.enabled) writer.write(accessLine(i, requestId, keyId));
+      return requestId;
+    };
   };
   const logCases: [string, (i: number) => unknown][] = [
     ["access log off", (i) => requestIds[i & 1023]!],
@@ -249,52 +246,53 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
  */
 async function measureTracing(iterations: number, warmup: number, rounds: number, batch: number): Promise<CpuCase[]> {
   const collector = await startCollector();
-  const tracing = new Tracing(
-    {
-      url: `${collector.url}/v1/traces`,
-      headers: {},
-      timeoutMs: 10_000,
-      serviceName: "warden-bench",
-      resourceAttributes: {},
-      sampler: "parentbased_always_on",
-      samplerRatio: 1,
-      scheduleDelayMs: 5_000,
-      maxQueueSize: 2_048,
-      maxExportBatchSize: 512,
-    },
-    new Registry(),
-    pino({ level: "silent" }),
-  );
+  const settings: TracingSettings = {
+    url: `${collector.url}/v1/traces`,
+    headers: {},
+    timeoutMs: 10_000,
+    serviceName: "warden-bench",
+    resourceAttributes: {},
+    sampler: "parentbased_always_on",
+    samplerRatio: 1,
+    scheduleDelayMs: 5_000,
+    maxQueueSize: 2_048,
+    maxExportBatchSize: 512,
+  };
+  const every = new Tracing(settings, new Registry(), pino({ level: "silent" }));
+  // One request in ten kept, as an operator with heavy traffic would sample.
+  const tenth = new Tracing({ ...settings, sampler: "parentbased_traceidratio", samplerRatio: 0.1 }, new Registry(), pino({ level: "silent" }));
   const none = { requestId: undefined, traceparent: undefined, tracestate: undefined };
+  const spans = (tracing: Tracing) => (i: number) => {
+    const { span } = tracing.startRequest("POST", none, { "http.request.method": "POST" });
+    const call = tracing.startChild(span, `chat ${benchModel}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": benchModel, "warden.provider": "fake-openai", "server.address": "127.0.0.1" },
+    });
+    const headers = tracing.headersFor(call);
+    call.setAttribute("http.response.status_code", 200);
+    call.end();
+    span.setAttributes({
+      "http.response.status_code": 200, "url.path": "/v1/responses", "warden.endpoint": "responses", "gen_ai.operation.name": "chat",
+      "gen_ai.request.model": benchModel, "gen_ai.provider.name": "openai", "warden.provider": "fake-openai", "gen_ai.usage.input_tokens": 20,
+      "gen_ai.usage.output_tokens": 23 + (i & 1), "warden.stream": false, "warden.key_id": "0b6f3a52-8f1e-4c47-9a3e-5d2f7c1e9b40",
+      "warden.workspace_id": "5d2f7c1e-8f1e-4c47-9a3e-0b6f3a529b40",
+    });
+    span.updateName(`chat ${benchModel}`);
+    span.end();
+    return headers;
+  };
   const cases: [string, (i: number) => unknown][] = [
     ["no spans", (i) => i],
-    ["a request's span and its provider call's, exported", (i) => {
-      const { span } = tracing.startRequest("POST", none, { "http.request.method": "POST" });
-      const call = tracing.startChild(span, `chat ${benchModel}`, {
-        kind: SpanKind.CLIENT,
-        attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": benchModel, "warden.provider": "fake-openai", "server.address": "127.0.0.1" },
-      });
-      const headers = tracing.headersFor(call);
-      call.setAttribute("http.response.status_code", 200);
-      call.end();
-      span.setAttributes({
-        "http.response.status_code": 200, "url.path": "/v1/responses", "warden.endpoint": "responses", "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": benchModel, "gen_ai.provider.name": "openai", "warden.provider": "fake-openai", "gen_ai.usage.input_tokens": 20,
-        "gen_ai.usage.output_tokens": 23 + (i & 1), "warden.stream": false, "warden.key_id": "0b6f3a52-8f1e-4c47-9a3e-5d2f7c1e9b40",
-        "warden.workspace_id": "5d2f7c1e-8f1e-4c47-9a3e-0b6f3a529b40",
-      });
-      span.updateName(`chat ${benchModel}`);
-      span.end();
-      return headers;
-    }],
+    ["a request's span and its provider call's, exported", spans(every)],
+    ["the same, one request in ten sampled (traceidratio 0.1)", spans(tenth)],
   ];
   try {
     const figures = await measureCases(cases, iterations, warmup, rounds, batch);
-    await tracing.forceFlush();
+    await every.forceFlush();
     if (collector.exports() === 0) throw new Error("the collector received no export: were the spans made?");
     return figures;
   } finally {
-    await tracing.shutdown();
+    await Promise.all([every.shutdown(), tenth.shutdown()]);
     await collector.close();
   }
 }
@@ -472,7 +470,7 @@ function observabilityMarkdown(r: ObservabilityBenchResult): string {
   for (const c of [...r.cpu.metrics, ...r.cpu.log, ...r.cpu.tracing]) lines.push(`| ${c.name} | ${c.wall.toFixed(2)} | ${c.low.toFixed(2)} | ${c.high.toFixed(2)} | ${c.cpu.toFixed(2)} |`);
   const [none, recorded] = r.cpu.metrics;
   const [logOff, devNull, file] = r.cpu.log;
-  const [noSpans, spans] = r.cpu.tracing;
+  const [noSpans, spans, sampled] = r.cpu.tracing;
   const metricsCpu = recorded!.cpu - none!.cpu;
   const logCpu = devNull!.cpu - logOff!.cpu;
   const tracingCpu = spans!.cpu - noSpans!.cpu;
@@ -480,7 +478,8 @@ function observabilityMarkdown(r: ObservabilityBenchResult): string {
     "",
     `- Metrics: **${(recorded!.wall - none!.wall).toFixed(2)} µs** per request (CPU ${signed(metricsCpu)} µs). ` +
       `Access log: **${(devNull!.wall - logOff!.wall).toFixed(2)} µs** per line to /dev/null (CPU ${signed(logCpu)} µs), ${(file!.wall - logOff!.wall).toFixed(2)} µs to a file (CPU ${signed(file!.cpu - logOff!.cpu)} µs). ` +
-      `Tracing: **${(spans!.wall - noSpans!.wall).toFixed(2)} µs** per request on the loop (CPU ${signed(tracingCpu)} µs, the batched export included).`,
+      `Tracing: **${(spans!.wall - noSpans!.wall).toFixed(2)} µs** per request on the loop (CPU ${signed(tracingCpu)} µs, the batched export included); ` +
+      `one request in ten sampled: ${(sampled!.wall - noSpans!.wall).toFixed(2)} µs (CPU ${signed(sampled!.cpu - noSpans!.cpu)} µs).`,
     "",
   );
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";
 import { accessLogger, type Logger } from "../../platform/logger.ts";
+import { AccessLineWriter, jsonText } from "../../platform/access-line.ts";
 import { spanFailed, SpanKind, type Span, type Tracing } from "../../platform/tracing.ts";
 import type { Attributes } from "@opentelemetry/api";
 import { hashKey } from "../../workspaces/keys.ts";
@@ -154,7 +155,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
   let inFlight = 0;
   const bodies = deps.bodies ?? createRequestBodies();
   const cooldown = deps.cooldown ?? new Cooldown();
-  const access = deps.accessLog ? accessLogger(deps.logger) : undefined;
+  const access = deps.accessLog ? new AccessLineWriter(accessLogger(deps.logger)) : undefined;
   const tracing = deps.tracing;
 
   /**
@@ -208,7 +209,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         // The access log: one line per request, built only when it is on.
         // On one logger made for it up front, not the request's child: making a child for every
         // request costs more than the line itself.
-        if (access?.isLevelEnabled("info")) access.info(accessLine(req, res.statusCode, latencyMs, trace), "request");
+        if (access?.enabled) access.write(accessLine(req, res.statusCode, latencyMs, trace));
         if (trace.span) endRequestSpan(trace.span, req, res.statusCode, trace);
         const outcome: CallOutcome = {
           requestId: trace.requestId,
@@ -690,26 +691,16 @@ function endRequestSpan(span: Span, req: IncomingMessage, status: number, trace:
   span.end();
 }
 
-/** The fields of a request's access-log line (its logger adds the request ID). */
-function accessLine(req: IncomingMessage, status: number, latencyMs: number, trace: Trace): Record<string, unknown> {
+/** The members of a request's access-log line, serialised (the writer adds level, time, bindings and msg). */
+function accessLine(req: IncomingMessage, status: number, latencyMs: number, trace: Trace): string {
   const url = req.url ?? "/";
   const query = url.indexOf("?");
-  const line: Record<string, unknown> = {
-    requestId: trace.requestId,
-    method: req.method,
-    path: query === -1 ? url : url.slice(0, query),
-    status,
-    latencyMs,
-    ttfbMs: trace.ttfbMs ?? null,
-    keyId: trace.key?.id ?? null,
-    model: trace.model ?? null,
-    provider: trace.provider ?? null,
-    inputTokens: trace.usage?.inputTokens ?? 0,
-    outputTokens: trace.usage?.outputTokens ?? 0,
-    endpoint: trace.endpoint,
-  };
-  if (trace.errorType) line.errorType = trace.errorType;
-  return line;
+  const line =
+    `"requestId":${jsonText(trace.requestId)},"method":${jsonText(req.method)},"path":${jsonText(query === -1 ? url : url.slice(0, query))},` +
+    `"status":${status},"latencyMs":${latencyMs},"ttfbMs":${trace.ttfbMs ?? null},"keyId":${jsonText(trace.key?.id)},` +
+    `"model":${jsonText(trace.model)},"provider":${jsonText(trace.provider)},"inputTokens":${trace.usage?.inputTokens ?? 0},` +
+    `"outputTokens":${trace.usage?.outputTokens ?? 0},"endpoint":${jsonText(trace.endpoint)}`;
+  return trace.errorType ? `${line},"errorType":${jsonText(trace.errorType)}` : line;
 }
 
 /** Whether a header value may be sent back as is: what Node's setHeader takes, and not too long. */
