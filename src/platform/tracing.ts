@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type Link, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
+import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type Link, type Span, type Tracer } from "@opentelemetry/api";
 import { ExportResultCode, parseTraceParent, setGlobalErrorHandler, TraceState, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -47,13 +47,6 @@ export interface TracingSettings {
   maxExportBatchSize: number;
 }
 
-/** A request's identity: its request ID and the trace it belongs to. */
-export interface RequestIdentity {
-  requestId: string;
-  /** Whether the caller sent the request ID (only then is it returned to it, on the gateway). */
-  ownRequestId: boolean;
-}
-
 /** The W3C headers a caller sent, as read from its request. */
 export interface IncomingTraceHeaders {
   requestId: string | undefined;
@@ -66,7 +59,7 @@ const ZERO_TRACE = "0".repeat(32);
 const propagator = new W3CTraceContextPropagator();
 
 /** The trace ID of a request ID: itself when it is 32 hex digits (not all zeros), else a hash of it. */
-export function traceIdOf(requestId: string): string {
+function traceIdOf(requestId: string): string {
   if (HEX32.test(requestId) && requestId !== ZERO_TRACE) return requestId.toLowerCase();
   return createHash("sha256").update(requestId).digest("hex").slice(0, 32);
 }
@@ -211,10 +204,10 @@ export class Tracing {
   }
 
   /**
-   * The SERVER span of one request, and the request's identity. `headers` are the caller's
-   * X-Request-ID, traceparent and tracestate.
+   * The SERVER span of one request, and its request ID: the caller's X-Request-ID, or else the
+   * trace's ID. `headers` are the caller's X-Request-ID, traceparent and tracestate.
    */
-  startRequest(name: string, headers: IncomingTraceHeaders, attributes: Attributes): { span: Span; identity: RequestIdentity } {
+  startRequest(name: string, headers: IncomingTraceHeaders, attributes: Attributes): { span: Span; requestId: string } {
     const remote = headers.traceparent ? parseTraceParent(headers.traceparent) : null;
     if (remote && headers.tracestate) remote.traceState = new TraceState(headers.tracestate);
     const own = headers.requestId;
@@ -238,7 +231,7 @@ export class Tracing {
     }
     const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: { ...attributes, "warden.request_id": requestId }, links }, parent);
     this.#ids.next = undefined;
-    return { span, identity: { requestId, ownRequestId: own !== undefined } };
+    return { span, requestId };
   }
 
   /** A child of `parent`: from `startTime` (performance.now()-based ms; default now). */
@@ -283,5 +276,5 @@ export function spanFailed(span: Span, errorType: string, message?: string): voi
   span.setStatus({ code: SpanStatusCode.ERROR, message });
 }
 
-export type { Span, SpanContext };
+export type { Span };
 export { SpanKind };

@@ -178,7 +178,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     if (deps.tracing) {
       // With tracing, a request without an ID takes its trace's (docs/operations.md, "Traces").
       const traceHeaders = { requestId: ownRequestId, traceparent: headerValue(req, "traceparent"), tracestate: headerValue(req, "tracestate") };
-      ({ span, identity: { requestId } } = deps.tracing.startRequest(req.method ?? "", traceHeaders, { "http.request.method": req.method ?? "" }));
+      ({ span, requestId } = deps.tracing.startRequest(req.method ?? "", traceHeaders, { "http.request.method": req.method ?? "" }));
     } else if (ownRequestId === undefined) {
       requestId = randomUUID();
     }
