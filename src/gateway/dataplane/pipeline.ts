@@ -175,10 +175,10 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const ownRequestId = headerValue(req, "x-request-id");
     let requestId = ownRequestId ?? "";
     let span: Span | undefined;
-    if (deps.tracing) {
+    if (tracing) {
       // With tracing, a request without an ID takes its trace's (docs/operations.md, "Traces").
       const traceHeaders = { requestId: ownRequestId, traceparent: headerValue(req, "traceparent"), tracestate: headerValue(req, "tracestate") };
-      ({ span, requestId } = deps.tracing.startRequest(req.method ?? "", traceHeaders, { "http.request.method": req.method ?? "" }));
+      ({ span, requestId } = tracing.startRequest(req.method ?? "", traceHeaders, { "http.request.method": req.method ?? "" }));
     } else if (ownRequestId === undefined) {
       requestId = randomUUID();
     }
