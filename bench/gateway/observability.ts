@@ -270,7 +270,7 @@ async function measureTracing(iterations: number, warmup: number, rounds: number
     });
     const headers = tracing.headersFor(call);
     call.setAttribute("http.response.status_code", 200);
-    call.end();
+    tracing.end(call);
     span.setAttributes({
       "http.response.status_code": 200, "url.path": "/v1/responses", "warden.endpoint": "responses", "gen_ai.operation.name": "chat",
       "gen_ai.request.model": benchModel, "gen_ai.provider.name": "openai", "warden.provider": "fake-openai", "gen_ai.usage.input_tokens": 20,
@@ -278,7 +278,7 @@ async function measureTracing(iterations: number, warmup: number, rounds: number
       "warden.workspace_id": "5d2f7c1e-8f1e-4c47-9a3e-0b6f3a529b40",
     });
     span.updateName(`chat ${benchModel}`);
-    span.end();
+    tracing.end(span);
     return headers;
   };
   const cases: [string, (i: number) => unknown][] = [

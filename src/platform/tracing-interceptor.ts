@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { spanFailed, type Tracing } from "./tracing.ts";
+import type { Tracing } from "./tracing.ts";
 
 /**
  * One SERVER span per management-API call, whichever door it came through (Connect, gRPC, or REST,
@@ -17,17 +17,18 @@ export function tracingInterceptor(tracing: Tracing): Interceptor {
       },
       { "rpc.system": "connect_rpc", "rpc.service": req.service.typeName, "rpc.method": req.method.name },
     );
+    let response;
     try {
-      return await next(req);
+      response = await next(req);
     } catch (err) {
       const error = ConnectError.from(err);
       const code = codeName(error.code);
       span.setAttribute("rpc.connect_rpc.error_code", code);
-      spanFailed(span, code, error.rawMessage);
+      tracing.fail(span, code, error.rawMessage);
       throw err;
-    } finally {
-      span.end();
     }
+    tracing.end(span);
+    return response;
   };
 }
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type Link, type Span, type Tracer } from "@opentelemetry/api";
-import { ExportResultCode, parseTraceParent, setGlobalErrorHandler, TraceState, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type Span, type Tracer } from "@opentelemetry/api";
+import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
@@ -167,6 +167,8 @@ export class Tracing {
   readonly #provider: TracerProvider;
   readonly #tracer: Tracer;
   readonly #ids = new ChosenTraceIds();
+  /** Epoch milliseconds at performance.now() = 0, read once (see #at). */
+  readonly #anchor = Date.now() - performance.now();
 
   constructor(settings: TracingSettings, registry: Registry, logger: Logger) {
     const registers = [registry];
@@ -229,23 +231,43 @@ export class Tracing {
         if (remote) links = [{ context: remote }];
       }
     }
-    const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: { ...attributes, "warden.request_id": requestId }, links }, parent);
+    const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: { ...attributes, "warden.request_id": requestId }, links, startTime: this.#at(performance.now()) }, parent);
     this.#ids.next = undefined;
     return { span, requestId };
   }
 
-  /** A child of `parent`: from `startTime` (performance.now()-based ms; default now). */
+  /** A child of `parent`: from `startTime` (a performance.now() time; default now). End it with `end` or `fail`. */
   startChild(parent: Span, name: string, options: { kind?: SpanKind; startTime?: number; attributes?: Attributes } = {}): Span {
     return this.#tracer.startSpan(
       name,
-      { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, startTime: options.startTime === undefined ? undefined : epochMs(options.startTime) },
+      { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, startTime: this.#at(options.startTime ?? performance.now()) },
       trace.setSpan(context.active(), parent),
     );
   }
 
-  /** A finished step of `parent`, from `start` to `end` (performance.now() ms). */
+  /** A finished step of `parent`, from `start` to `end` (performance.now() times). */
   step(parent: Span, name: string, start: number, end: number): void {
-    this.startChild(parent, name, { startTime: start }).end(epochMs(end));
+    this.startChild(parent, name, { startTime: start }).end(this.#at(end));
+  }
+
+  /** Ends `span` now, on the spans' one clock. */
+  end(span: Span): void {
+    span.end(this.#at(performance.now()));
+  }
+
+  /** Marks `span` failed with the error type the conventions ask for, and ends it. */
+  fail(span: Span, errorType: string, message?: string): void {
+    spanFailed(span, errorType, message);
+    this.end(span);
+  }
+
+  /**
+   * A performance.now() time as the time of a span. Every span of the process is given its times
+   * from this one clock: left to the SDK, each span anchors itself to Date.now() (whole
+   * milliseconds) when it starts, and a step could then seem to begin before its request did.
+   */
+  #at(monotonicMs: number): HrTime {
+    return millisToHrTime(this.#anchor + monotonicMs);
   }
 
   /** The traceparent (and tracestate) that makes `span` the parent of a call sent on. */
@@ -265,10 +287,6 @@ export class Tracing {
   }
 }
 
-/** performance.now()-based milliseconds as epoch milliseconds, which spans take as times. */
-function epochMs(monotonicMs: number): number {
-  return performance.timeOrigin + monotonicMs;
-}
 
 /** Marks a span failed, with the error type the conventions ask for. */
 export function spanFailed(span: Span, errorType: string, message?: string): void {

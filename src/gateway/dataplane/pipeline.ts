@@ -210,7 +210,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         // On one logger made for it up front, not the request's child: making a child for every
         // request costs more than the line itself.
         if (access?.enabled) access.write(accessLine(req, res.statusCode, latencyMs, trace));
-        if (trace.span) endRequestSpan(trace.span, req, res.statusCode, trace);
+        if (trace.span) endRequestSpan(tracing!, trace.span, req, res.statusCode, trace);
         const outcome: CallOutcome = {
           requestId: trace.requestId,
           time,
@@ -361,7 +361,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       const release = () => {
         if (holding) {
           upstream.release();
-          span?.end();
+          if (span) tracing!.end(span);
         }
         holding = false;
       };
@@ -496,13 +496,13 @@ export function createGatewayHandler(deps: PipelineDeps) {
         }
         const { message } = readProviderError(response.status, await readProviderErrorBody(response.body));
         const error = providerErrorToGatewayError(response.status, message);
-        if (span) endFailed(span, String(response.status), message);
+        if (span) tracing!.fail(span, String(response.status), message);
         if (response.status !== 429 && response.status < 500) throw error;
         cooldown.failed(provider.id, { status: response.status, retryAfterSeconds: parseRetryAfter(headerOf(response, "retry-after")) });
         failure = error;
       } catch (err) {
         upstream.release();
-        if (span?.isRecording()) endFailed(span, upstreamErrorType(err) ?? (err instanceof Error ? err.name : "error"), err instanceof Error ? err.message : undefined);
+        if (span?.isRecording()) tracing!.fail(span, upstreamErrorType(err) ?? (err instanceof Error ? err.name : "error"), err instanceof Error ? err.message : undefined);
         if (signal.aborted || !isUpstreamError(err)) throw err;
         cooldown.failed(provider.id);
         failure = err;
@@ -649,13 +649,8 @@ function hasGuardrails(config: WorkspaceConfig | undefined, stage: "input" | "ou
   return config?.guardrails.some((guardrail) => guardrail.stage === stage) ?? false;
 }
 
-function endFailed(span: Span, errorType: string, message?: string): void {
-  spanFailed(span, errorType, message);
-  span.end();
-}
-
 /** The request's span, named and described once the request is done. */
-function endRequestSpan(span: Span, req: IncomingMessage, status: number, trace: Trace): void {
+function endRequestSpan(tracing: Tracing, span: Span, req: IncomingMessage, status: number, trace: Trace): void {
   const url = req.url ?? "/";
   const query = url.indexOf("?");
   const operation = genAiOperation(trace.endpoint);
@@ -688,7 +683,7 @@ function endRequestSpan(span: Span, req: IncomingMessage, status: number, trace:
   // (4xx) is the caller's, and says so in error.type.
   if (status >= 500) spanFailed(span, trace.errorType ?? String(status));
   else if (status >= 400) span.setAttribute("error.type", trace.errorType ?? String(status));
-  span.end();
+  tracing.end(span);
 }
 
 /** The members of a request's access-log line, serialised (the writer adds level, time, bindings and msg). */
