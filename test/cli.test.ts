@@ -300,6 +300,12 @@ describe("warden keys", () => {
     expect(await warden("usage", "--bucket", "week")).toEqual({ code: 2, stdout: "", stderr: "warden usage: --bucket must be one of: none, hour, day (see warden usage --help)\n" });
     const logs = await warden("logs", "--model", "gpt-test", "--json");
     expect((JSON.parse(logs.stdout) as { items: { costUsd: number }[] }).items.map((entry) => entry.costUsd)).toEqual([0.0000975, 0.0000975]);
+    // The first test's call of a blocked model, found by its endpoint and error type.
+    const entries = async (...args: string[]) => (JSON.parse((await warden("logs", ...args, "--json")).stdout) as { items: { model: string; status: number }[] }).items;
+    expect((await entries("--endpoint", "responses", "--error-type", "permission_error")).map((e) => [e.model, e.status])).toEqual([["o1-pro-test", 403]]);
+    // alice (a user of the file) owns no key; nothing moved to a fallback.
+    expect(await entries("--user", "alice")).toEqual([]);
+    expect(await entries("--superseded")).toEqual([]);
   });
 
   it("the real bin runs", async () => {

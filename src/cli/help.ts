@@ -50,8 +50,10 @@ TIME is an ISO 8601 time (2026-01-31, 2026-01-31T12:00:00Z) or a duration back f
 7d). Default: the last 24 hours, by key.
 `,
   logs: `Usage: warden logs [--since TIME] [--until TIME] [--model M] [--status CODE] [--key ID|NAME]
-                   [--provider P] [--request-id ID] [--page N] [--per-page N] [--json]
+                   [--user ID|NAME] [--provider P] [--endpoint E] [--error-type T] [--superseded]
+                   [--request-id ID] [--page N] [--per-page N] [--json]
 
-The request log, newest first (default: the last 24 hours, 100 entries a page).
+The request log, newest first (default: the last 24 hours, 100 entries a page). --superseded lists
+only the attempts a call moved on from (fallbacks).
 `,
 };

@@ -44,7 +44,10 @@ const commands: Record<string, { options: Options; positionals: number; run(api:
     run: (api, io, v) => showUsage(api, io, { from: v.from as string | undefined, to: v.to as string | undefined, by: (v.by as string | undefined) ?? "key", bucket: (v.bucket as string | undefined) ?? "none", json: v.json === true }),
   },
   logs: {
-    options: { since: text, until: text, model: text, status: text, key: text, provider: text, "request-id": text, page: text, "per-page": text, json: flag },
+    options: {
+      since: text, until: text, model: text, status: text, key: text, user: text, provider: text, endpoint: text,
+      "error-type": text, superseded: flag, "request-id": text, page: text, "per-page": text, json: flag,
+    },
     positionals: 0,
     run: (api, io, v) => showLogs(api, io, {
       since: v.since as string | undefined,
@@ -52,7 +55,11 @@ const commands: Record<string, { options: Options; positionals: number; run(api:
       model: v.model as string | undefined,
       status: v.status as string | undefined,
       key: v.key as string | undefined,
+      user: v.user as string | undefined,
       provider: v.provider as string | undefined,
+      endpoint: v.endpoint as string | undefined,
+      errorType: v["error-type"] as string | undefined,
+      superseded: v.superseded === true,
       requestId: v["request-id"] as string | undefined,
       page: v.page as string | undefined,
       perPage: v["per-page"] as string | undefined,

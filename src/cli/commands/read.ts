@@ -103,7 +103,11 @@ export interface LogOptions {
   model?: string;
   status?: string;
   key?: string;
+  user?: string;
   provider?: string;
+  endpoint?: string;
+  errorType?: string;
+  superseded: boolean;
   requestId?: string;
   page?: string;
   perPage?: string;
@@ -113,17 +117,21 @@ export interface LogOptions {
 export async function showLogs(api: Api, io: Io, options: LogOptions): Promise<void> {
   const now = new Date();
   const status = options.status === undefined ? undefined : integer("--status", options.status, 100, 599);
-  let keyId: string | undefined;
-  if (options.key !== undefined) {
-    keyId = (await loadNames(api)).id("key", options.key) ?? options.key;
-  }
+  // Keys and users by name or ID.
+  const names = options.key !== undefined || options.user !== undefined ? await loadNames(api) : undefined;
+  const keyId = options.key === undefined ? undefined : (names!.id("key", options.key) ?? options.key);
+  const userId = options.user === undefined ? undefined : (names!.id("user", options.user) ?? options.user);
   const { items, nextPage } = await api.usage.listRequestLog({
     startTime: options.since === undefined ? undefined : timestampFromDate(parseTime("--since", options.since, now)),
     endTime: options.until === undefined ? undefined : timestampFromDate(parseTime("--until", options.until, now)),
     model: options.model,
     status,
     keyId,
+    userId,
     provider: options.provider,
+    endpoint: options.endpoint,
+    errorType: options.errorType,
+    superseded: options.superseded || undefined,
     requestId: options.requestId,
     page: options.page === undefined ? undefined : integer("--page", options.page, 1, 1_000_000),
     perPage: options.perPage === undefined ? undefined : integer("--per-page", options.perPage, 1, 1000),
