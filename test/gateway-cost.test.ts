@@ -81,6 +81,14 @@ describe("the price book", () => {
     expect(book.priceOf("openai", "gpt-4o")).toEqual({ input: 3_000_000, output: 4_000_000, cachedInput: 3_000_000 });
     expect(book.priceOf("openai", "gpt-4o-mini")).toEqual({ input: 150_000, output: 600_000, cachedInput: 75_000 });
     expect(book.priceOf("openai", "no-such-model")).toBeUndefined();
+    // Before routing: the highest of each figure over every provider's price and the any-provider one.
+    const dearer = new PriceBook([
+      { providerName: "azure", model: "gpt-4o", price: { input: micro(9), output: micro(2), cachedInput: micro(1) } },
+      { providerName: null, model: "gpt-4o", price: { input: micro(3), output: micro(4), cachedInput: micro(3) } },
+    ]);
+    expect(dearer.highestPriceOf("gpt-4o-2024-08-06")).toEqual({ input: 9_000_000, output: 4_000_000, cachedInput: 3_000_000 });
+    expect(dearer.highestPriceOf("gpt-4o-mini")).toEqual({ input: 150_000, output: 600_000, cachedInput: 75_000 });
+    expect(dearer.highestPriceOf("no-such-model")).toBeUndefined();
   });
 });
 
@@ -157,8 +165,10 @@ describe("the cost of gateway calls", () => {
 describe("limits in dollars and in requests", () => {
   it("a dollar limit refuses once the calls' cost has reached it, with the spec's message", async () => {
     const key = await newKey("budget");
-    // $0.00005 a day: two calls of gpt-4o-mini on openai at $1 / $2 (25 micro-dollars each) spend it.
-    expect((await g.admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", costLimitUsd: 0.00005 } })).status).toBe(201);
+    // gpt-4o-mini on openai at $1 / $2. Each call reserves its worst case at the highest price the
+    // model has (openai's): 1 input token estimated + 16 output = 1 + 32 = 33 micro-dollars, and
+    // settles 25. With $0.000058 a day, the second call fits (25 + 33 = 58), the third cannot (50 + 33).
+    expect((await g.admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", costLimitUsd: 0.000058 } })).status).toBe(201);
     await t.app.gateway!.watcher.reload();
     const client = openai(key.secret, "budget");
     await client.responses.create({ model: "gpt-4o-mini", input: "Hi", max_output_tokens: 16 });

@@ -46,9 +46,14 @@ const bundled = new Map(bundledPrices.map((list) => [list.model, priceOf(list)])
  */
 export class PriceBook {
   readonly #overrides = new Map<string, Price>();
+  /** The prices on one provider, by model name: what a model may cost wherever it is routed. */
+  readonly #onProviders = new Map<string, Price[]>();
 
   constructor(overrides: readonly PriceOverride[] = []) {
-    for (const override of overrides) this.#overrides.set(PriceBook.#key(override.providerName, override.model), override.price);
+    for (const override of overrides) {
+      this.#overrides.set(PriceBook.#key(override.providerName, override.model), override.price);
+      if (override.providerName !== null) this.#onProviders.set(override.model, [...(this.#onProviders.get(override.model) ?? []), override.price]);
+    }
   }
 
   static #key(providerName: string | null, model: string): string {
@@ -70,6 +75,23 @@ export class PriceBook {
       if (price) return price;
     }
     return undefined;
+  }
+
+  /**
+   * The most `model` can cost per token, whichever provider a call is routed to: each figure the
+   * highest of its price on any provider and its prices on single providers. What a dollar limit
+   * reserves by, before routing has chosen. Undefined when no price is known.
+   */
+  highestPriceOf(model: string): Price | undefined {
+    const family = modelFamily(model);
+    const candidates = [this.priceOf(undefined, model), ...(this.#onProviders.get(model) ?? []), ...(family === model ? [] : (this.#onProviders.get(family) ?? []))];
+    const known = candidates.filter((price) => price !== undefined);
+    if (known.length === 0) return undefined;
+    return {
+      input: Math.max(...known.map((price) => price.input)),
+      output: Math.max(...known.map((price) => price.output)),
+      cachedInput: Math.max(...known.map((price) => price.cachedInput)),
+    };
   }
 }
 

@@ -91,13 +91,13 @@ function micros(picos: bigint): number {
 }
 
 /**
- * The most a call can cost before its provider is known: its input and output maxima at the price
- * of the model asked for (the workspace's price on any provider, else the bundled one). A model
- * with no known price reserves nothing and, as its cost is unknown, counts nothing either.
+ * The most a call can cost before its provider is known: its input and output maxima at the
+ * highest price the model asked for has on any provider (PriceBook.highestPriceOf). A model with no
+ * known price reserves nothing and, as its cost is unknown, counts nothing either.
  */
 function worstCaseMicros(config: WorkspaceConfig | undefined, body: Record<string, unknown>, input: number, output: number): number {
   const model = typeof body.model === "string" ? body.model : "";
-  const price = (config?.prices ?? bundledPriceBook).priceOf(undefined, model);
+  const price = (config?.prices ?? bundledPriceBook).highestPriceOf(model);
   return price ? micros(costOf(price, { inputTokens: input, outputTokens: output })) : 0;
 }
 
