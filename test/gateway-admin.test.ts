@@ -211,6 +211,7 @@ describe("guardrails and usage limits", () => {
       injectionThreshold: null,
       contentThresholds: {},
       onError: "fail_open",
+      action: "block",
       modelPath: null,
       tokenizerPath: null,
       classifierUrl: null,
@@ -218,6 +219,8 @@ describe("guardrails and usage limits", () => {
       dateCreated: iso,
       dateUpdated: iso,
     });
+    const redacting = await call("PATCH", `/v1/gateway/guardrails/${pii.id}`, { body: { action: "redact" } });
+    expect(redacting.body).toMatchObject({ action: "redact", piiEntityTypes: ["CREDIT_CARD", "US_SSN"] });
     const safety = await created("/v1/gateway/guardrails", {
       kind: "content_safety",
       stage: "output",
@@ -235,6 +238,9 @@ describe("guardrails and usage limits", () => {
       [{ kind: "content_safety", stage: "input", contentThresholds: { spam: 0.5 } }, 400, 'contentThresholds has an unknown category "spam": use hate, harassment, violence, sexual, self_harm, profanity', "invalid_argument"],
       [{ kind: "prompt_injection", stage: "input", modelPath: "/m.onnx" }, 400, "modelPath and tokenizerPath go together", "invalid_argument"],
       [{ kind: "prompt_injection", stage: "input", classifierUrl: "ftp://x" }, 400, "classifierUrl must be an http or https URL without a query or fragment", "invalid_argument"],
+      [{ kind: "content_safety", stage: "input", action: "redact" }, 400, "action redact is for PII guardrails only", "invalid_argument"],
+      [{ kind: "pii", stage: "output", action: "redact", classifierUrl: "http://127.0.0.1:9/classify" }, 400, "action redact needs the built-in PII detector: a plug-in does not say where the entities are", "invalid_argument"],
+      [{ kind: "pii", stage: "output", action: "erase" }, 400, "action must be one of: block, redact", "invalid_argument"],
     ];
     for (const [body, status, message, code] of bad) {
       const res = await call("POST", "/v1/gateway/guardrails", { body });

@@ -115,7 +115,12 @@ describe("the answer waits for its usage to be settled", () => {
       watcher: t.app.gateway!.watcher,
       upstreams,
       usage,
-      guardrails: { checkInput: async () => undefined, checkOutput: async () => undefined },
+      guardrails: {
+        redactInput: async () => undefined,
+        checkInput: async () => undefined,
+        checkOutput: async () => ({ verdict: undefined }),
+        streamGuard: () => undefined,
+      },
       requestLog: { record: () => undefined },
       logger: createLogger("silent"),
       defaultMaxTokens: 4096,

@@ -44,6 +44,7 @@ interface Logged {
   cachedInputTokens?: number;
   /** As the numeric column takes it. */
   costUsd?: string | null;
+  redactions?: Record<string, Record<string, number>>;
 }
 
 const logged = new Map<string, Logged>();
@@ -60,12 +61,13 @@ async function insert(row: Omit<Logged, "id">): Promise<void> {
   const [{ id }] = await t.app.orm.em.fork().execute<{ id: string }[]>(
     `insert into gateway_request_log (request_id, time, workspace_id, key_id, user_id, group_ids, endpoint, model, provider,
        status, error_type, latency_ms, ttfb_ms, input_tokens, output_tokens, tokens_estimated, guardrail_verdict, superseded,
-       cached_input_tokens, cost_usd)
-     values (?, ?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id`,
+       cached_input_tokens, cost_usd, redactions)
+     values (?, ?, ?, ?, ?, ?::uuid[], ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning id`,
     [
       row.requestId, row.time, row.workspaceId, row.keyId, row.userId, `{${row.groupIds.join(",")}}`, row.endpoint, row.model,
       row.provider, row.status, row.errorType, row.latencyMs, row.ttfbMs, row.inputTokens, row.outputTokens, row.tokensEstimated,
       row.guardrailVerdict, row.superseded, row.cachedInputTokens ?? 0, row.costUsd ?? null,
+      row.redactions ? JSON.stringify(row.redactions) : null,
     ],
   );
   logged.set(`${row.workspaceId}/${row.requestId}`, { ...row, id: Number(id) });
@@ -104,6 +106,13 @@ function body(requestId: string, ws = workspace) {
     superseded: row.superseded,
     cachedInputTokens: row.cachedInputTokens ?? 0,
     costUsd: row.costUsd == null ? null : Number(row.costUsd),
+    redactions: row.redactions
+      ? (["input", "output"] as const).flatMap((stage) =>
+          Object.entries(row.redactions![stage] ?? {})
+            .sort(([a], [b]) => a.localeCompare(b))
+            .map(([entityType, count]) => ({ stage, entityType, count })),
+        )
+      : [],
   };
 }
 
@@ -129,6 +138,7 @@ beforeAll(async () => {
     ...own, requestId: "r1", time: minutes(0), keyId: keyA, userId: userU, groupIds: [groupG], endpoint: "messages", model: "claude-x",
     provider: "anthropic", status: 200, latencyMs: 120, ttfbMs: 40, inputTokens: 10, outputTokens: 5, guardrailVerdict: "pass",
     cachedInputTokens: 4, costUsd: "0.000123456789",
+    redactions: { output: { EMAIL_ADDRESS: 1 }, input: { US_SSN: 1, CREDIT_CARD: 2 } },
   });
   // r2 and r3 share a time: the later id comes first.
   await insert({ ...own, requestId: "r3", time: minutes(1), keyId: keyA, endpoint: "chat", model: "gpt-4o", provider: "azure", status: 429, errorType: "rate_limit_error", latencyMs: 30, superseded: true });
@@ -179,6 +189,12 @@ describe("filters", () => {
       superseded: false,
       cachedInputTokens: 4,
       costUsd: 0.000123456789,
+      // Input first, then by type.
+      redactions: [
+        { stage: "input", entityType: "CREDIT_CARD", count: 2 },
+        { stage: "input", entityType: "US_SSN", count: 1 },
+        { stage: "output", entityType: "EMAIL_ADDRESS", count: 1 },
+      ],
     });
     // A deleted key's entries keep its ID, without a name; a bigint token count comes whole.
     expect((await list("requestId=r4")).body).toEqual({ items: [{ ...body("r4"), keyId: keyGone, keyName: null, inputTokens: 3_000_000_000 }] });
@@ -323,6 +339,7 @@ describe("over Connect", () => {
       tokensEstimated: false,
       superseded: false,
       cachedInputTokens: 0n,
+      redactions: [],
     });
     const paged = await connect.listRequestLog({ endpoint: "embeddings", perPage: 10, startTime: timestampFromDate(minutes(60)) });
     expect({ count: paged.items.length, nextPage: paged.nextPage }).toEqual({ count: 10, nextPage: 2 });

@@ -156,6 +156,7 @@ export function loadConfig(env: Env): Config {
       workers: s.WARDEN_GUARDRAIL_WORKERS,
       queueLimit: s.WARDEN_GUARDRAIL_QUEUE_LIMIT,
       timeoutMs: s.WARDEN_GUARDRAIL_TIMEOUT_MS,
+      streamWindowChars: s.WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS,
     },
     usageLeaseTtlMs: s.WARDEN_USAGE_LEASE_TTL_MS,
     databaseDeadlines: {

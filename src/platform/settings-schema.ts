@@ -285,6 +285,12 @@ export const settingsShape = {
     { min: 0 },
   ),
   WARDEN_GUARDRAIL_TIMEOUT_MS: intSetting("WARDEN_GUARDRAIL_TIMEOUT_MS", "Deadline of one guardrail worker job, queue time included.", defaultGuardrailLimits.timeoutMs, { min: 1 }),
+  WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS: intSetting(
+    "WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS",
+    "Output guardrails on streams: characters of text read past a streamed piece before it is sent. An entity or phrase up to this long that spans pieces is caught; the first token waits for this much more text.",
+    defaultGuardrailLimits.streamWindowChars,
+    { min: 16, max: 4096 },
+  ),
   WARDEN_USAGE_LEASE_TTL_MS: intSetting(
     "WARDEN_USAGE_LEASE_TTL_MS",
     "A process that has not renewed its usage lease this long is taken for gone, and its usage reservations are released.",

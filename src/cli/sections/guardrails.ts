@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { GuardrailFailureMode, GuardrailKind, GuardrailStage } from "../../../gen/warden/gateway/v1/admin_pb.js";
+import { GuardrailAction, GuardrailFailureMode, GuardrailKind, GuardrailStage } from "../../../gen/warden/gateway/v1/admin_pb.js";
 import { snakeCase, withoutDefaults, type Section } from "../section.ts";
 
 const kinds = { pii: GuardrailKind.PII, prompt_injection: GuardrailKind.PROMPT_INJECTION, content_safety: GuardrailKind.CONTENT_SAFETY } as const;
@@ -9,6 +9,8 @@ const stages = { input: GuardrailStage.INPUT, output: GuardrailStage.OUTPUT } as
 type Stage = keyof typeof stages;
 const failureModes = { fail_open: GuardrailFailureMode.FAIL_OPEN, fail_closed: GuardrailFailureMode.FAIL_CLOSED } as const;
 type FailureMode = keyof typeof failureModes;
+const actions = { block: GuardrailAction.BLOCK, redact: GuardrailAction.REDACT } as const;
+type Action = keyof typeof actions;
 
 export interface GuardrailItem {
   kind: Kind;
@@ -18,6 +20,7 @@ export interface GuardrailItem {
   injectionThreshold: number | null;
   contentThresholds: Record<string, number>;
   onError: FailureMode;
+  action: Action;
   modelPath: string | null;
   tokenizerPath: string | null;
   classifierUrl: string | null;
@@ -26,7 +29,7 @@ export interface GuardrailItem {
 
 const updatable = [
   "enabled", "piiEntityTypes", "injectionThreshold", "contentThresholds", "onError",
-  "modelPath", "tokenizerPath", "classifierUrl", "classifierTimeoutMs",
+  "modelPath", "tokenizerPath", "classifierUrl", "classifierTimeoutMs", "action",
 ] as const;
 
 export const guardrails: Section<GuardrailItem> = {
@@ -40,6 +43,7 @@ export const guardrails: Section<GuardrailItem> = {
     injectionThreshold: z.number().min(0).max(1).optional(),
     contentThresholds: z.record(z.string(), z.number().min(0).max(1)).default({}),
     onError: z.enum(["fail_open", "fail_closed"], "must be fail_open or fail_closed").default("fail_open"),
+    action: z.enum(["block", "redact"], "must be block or redact").default("block"),
     modelPath: z.string().min(1).max(1000).optional(),
     tokenizerPath: z.string().min(1).max(1000).optional(),
     classifierUrl: z.string().min(1).max(2000).optional(),
@@ -70,6 +74,7 @@ export const guardrails: Section<GuardrailItem> = {
         injectionThreshold: g.injectionThreshold ?? null,
         contentThresholds: g.contentThresholds,
         onError: g.onError === GuardrailFailureMode.FAIL_CLOSED ? "fail_closed" : "fail_open",
+        action: g.action === GuardrailAction.REDACT ? "redact" : "block",
         modelPath: g.modelPath ?? null,
         tokenizerPath: g.tokenizerPath ?? null,
         classifierUrl: g.classifierUrl ?? null,
@@ -86,7 +91,7 @@ export const guardrails: Section<GuardrailItem> = {
   async remove(ctx, id) {
     await ctx.api.admin.deleteGuardrail({ guardrailId: id });
   },
-  toFile: (g) => withoutDefaults({ ...g }, { enabled: true, onError: "fail_open" }),
+  toFile: (g) => withoutDefaults({ ...g }, { enabled: true, onError: "fail_open", action: "block" }),
 };
 
 function settings(g: GuardrailItem) {
@@ -96,6 +101,7 @@ function settings(g: GuardrailItem) {
     injectionThreshold: g.injectionThreshold ?? undefined,
     contentThresholds: g.contentThresholds,
     onError: failureModes[g.onError],
+    action: actions[g.action],
     modelPath: g.modelPath ?? undefined,
     tokenizerPath: g.tokenizerPath ?? undefined,
     classifierUrl: g.classifierUrl ?? undefined,

@@ -16,6 +16,7 @@ import { Migration20261124090000 } from "./Migration20261124090000.ts";
 import { Migration20261125030000 } from "./Migration20261125030000.ts";
 import { Migration20261125040000 } from "./Migration20261125040000.ts";
 import { Migration20261125050000 } from "./Migration20261125050000.ts";
+import { Migration20261125080000 } from "./Migration20261125080000.ts";
 
 /** Every migration, in order. Listed here so that no file system discovery is needed at start. */
 export const migrations: MigrationObject[] = [
@@ -36,4 +37,5 @@ export const migrations: MigrationObject[] = [
   { name: "Migration20261125030000", class: Migration20261125030000 },
   { name: "Migration20261125040000", class: Migration20261125040000 },
   { name: "Migration20261125050000", class: Migration20261125050000 },
+  { name: "Migration20261125080000", class: Migration20261125080000 },
 ];

@@ -3,6 +3,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
+  GuardrailAction,
   GuardrailFailureMode,
   GuardrailKind,
   GuardrailStage,
@@ -23,7 +24,7 @@ type GuardrailRpcs = Pick<ServiceImpl<typeof GatewayAdminService>, "createGuardr
 
 const updatable = [
   "enabled", "pii_entity_types", "injection_threshold", "content_thresholds", "on_error",
-  "model_path", "tokenizer_path", "classifier_url", "classifier_timeout_ms",
+  "model_path", "tokenizer_path", "classifier_url", "classifier_timeout_ms", "action",
 ];
 
 export function guardrailRpcs(): GuardrailRpcs {
@@ -47,6 +48,7 @@ export function guardrailRpcs(): GuardrailRpcs {
         injectionThreshold: unitInterval("injectionThreshold", req.injectionThreshold),
         contentThresholds: thresholds(req.contentThresholds),
         onError: enumName(GuardrailFailureMode, req.onError || GuardrailFailureMode.FAIL_OPEN),
+        action: enumName(GuardrailAction, req.action || GuardrailAction.BLOCK),
         modelPath: optionalText("modelPath", req.modelPath, 1000) ?? null,
         tokenizerPath: optionalText("tokenizerPath", req.tokenizerPath, 1000) ?? null,
         classifierUrl: req.classifierUrl === undefined ? null : classifierUrl(req.classifierUrl),
@@ -78,6 +80,7 @@ export function guardrailRpcs(): GuardrailRpcs {
       if (fields.has("model_path")) row.modelPath = optionalText("modelPath", req.modelPath, 1000) ?? null;
       if (fields.has("tokenizer_path")) row.tokenizerPath = optionalText("tokenizerPath", req.tokenizerPath, 1000) ?? null;
       if (fields.has("classifier_url")) row.classifierUrl = req.classifierUrl === undefined ? null : classifierUrl(req.classifierUrl);
+      if (fields.has("action")) row.action = enumName(GuardrailAction, req.action || GuardrailAction.BLOCK);
       if (fields.has("classifier_timeout_ms")) {
         row.classifierTimeoutMs = req.classifierTimeoutMs === undefined ? null : boundedInt("classifierTimeoutMs", req.classifierTimeoutMs, 1000, 1, 60_000);
       }
@@ -123,10 +126,17 @@ function classifierUrl(value: string): string {
   return baseUrl(value, "classifierUrl");
 }
 
-/** A guardrail runs the built-in detector, an ONNX model (file and tokenizer), or an HTTP classifier. */
+/**
+ * A guardrail runs the built-in detector, an ONNX model (file and tokenizer), or an HTTP
+ * classifier. Only the built-in PII detector says where its entities are, which redaction needs.
+ */
 function checkPlugins(row: GuardrailRow): void {
   if ((row.modelPath == null) !== (row.tokenizerPath == null)) throw invalidArgument("modelPath and tokenizerPath go together");
   if (row.modelPath != null && row.classifierUrl != null) throw invalidArgument("A guardrail uses an ONNX model or an HTTP classifier, not both");
+  if (row.action === "REDACT" && row.kind !== "PII") throw invalidArgument("action redact is for PII guardrails only");
+  if (row.action === "REDACT" && (row.modelPath != null || row.classifierUrl != null)) {
+    throw invalidArgument("action redact needs the built-in PII detector: a plug-in does not say where the entities are");
+  }
 }
 
 function guardrailMessage(row: GuardrailRow): MessageInitShape<typeof GuardrailSchema> {
@@ -139,6 +149,7 @@ function guardrailMessage(row: GuardrailRow): MessageInitShape<typeof GuardrailS
     injectionThreshold: row.injectionThreshold == null ? undefined : Number(row.injectionThreshold),
     contentThresholds: row.contentThresholds,
     onError: enumValue(GuardrailFailureMode, row.onError),
+    action: enumValue(GuardrailAction, row.action),
     modelPath: row.modelPath ?? undefined,
     tokenizerPath: row.tokenizerPath ?? undefined,
     classifierUrl: row.classifierUrl ?? undefined,

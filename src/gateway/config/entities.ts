@@ -154,6 +154,8 @@ export const GuardrailEntity = defineEntity({
     injectionThreshold: p.double().nullable(),
     contentThresholds: p.json<Record<string, number>>(),
     onError: p.string().length(16),
+    /** BLOCK or REDACT (PII only). */
+    action: p.string().length(8).default("BLOCK"),
     modelPath: p.string().length(1000).nullable(),
     tokenizerPath: p.string().length(1000).nullable(),
     classifierUrl: p.string().length(2000).nullable(),

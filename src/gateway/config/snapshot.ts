@@ -125,6 +125,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
       injectionThreshold: row.injectionThreshold == null ? null : Number(row.injectionThreshold),
       contentThresholds: row.contentThresholds,
       failClosed: row.onError === "FAIL_CLOSED",
+      redact: row.action === "REDACT",
       modelPath: row.modelPath ?? null,
       tokenizerPath: row.tokenizerPath ?? null,
       classifierUrl: row.classifierUrl ?? null,

@@ -98,6 +98,8 @@ export interface GuardrailConfig {
   contentThresholds: Record<string, number>;
   /** A detector that errors blocks (true) or lets through (false). */
   failClosed: boolean;
+  /** PII only: the entities found are replaced with typed placeholders instead of blocking. */
+  redact: boolean;
   /** Plug-ins, instead of the built-in detector. */
   modelPath: string | null;
   tokenizerPath: string | null;

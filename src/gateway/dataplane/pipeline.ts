@@ -57,7 +57,7 @@ import {
 import { modelList } from "./models.ts";
 import { StreamMeter } from "../usage/stream-meter.ts";
 import { parseAnswer, usageOfAnswer, usageOfBody, type TokenUsage } from "../usage/provider-usage.ts";
-import type { CallOutcome, RequestLog, RequestLogEntry } from "../usage/request-log.ts";
+import type { CallOutcome, Redactions, RequestLog, RequestLogEntry } from "../usage/request-log.ts";
 import type { TrafficCapture, TrafficRows } from "../usage/traffic-rows.ts";
 import { MAX_ROW_TEXT_CHARS } from "../usage/transcript.ts";
 import type { UpstreamRegistry } from "./upstreams.ts";
@@ -138,6 +138,8 @@ interface Trace {
   usage?: TokenUsage;
   tokensEstimated?: boolean;
   guardrailVerdict?: string;
+  /** What redacting PII guardrails replaced. */
+  redactions?: Redactions;
   /**
    * Set only when the key's traffic goes to an inference pipeline (a key without one pays for
    * nothing here): what the request path has anyway, for the row made later.
@@ -232,6 +234,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           cachedInputTokens: trace.usage?.cachedInputTokens ?? 0,
           costUsd: cost === undefined ? null : dollarsText(cost),
           tokensEstimated: trace.tokensEstimated ?? false,
+          redactions: trace.redactions ?? null,
         });
         deps.metrics?.ended({
           endpoint: trace.endpoint,
@@ -316,11 +319,14 @@ export function createGatewayHandler(deps: PipelineDeps) {
       throw err instanceof BodyTooLarge ? bodyTooLarge(deps.maxBodyBytes) : err;
     });
     // A large body is parsed in a worker, and comes back as `raw`.
-    const { body, raw } = await bodies.parse(received, spec.name, trace.capture !== undefined);
+    const parsed = await bodies.parse(received, spec.name, trace.capture !== undefined);
     step(trace, "body");
-    if (trace.capture) trace.capture.body = body;
-    if (spec.name === "images" && body?.stream !== undefined && body.stream !== false) throw streamingImagesUnsupported();
-    if (!body) throw bodyNotJsonObject();
+    if (trace.capture) trace.capture.body = parsed.body;
+    if (spec.name === "images" && parsed.body?.stream !== undefined && parsed.body.stream !== false) throw streamingImagesUnsupported();
+    if (!parsed.body) throw bodyNotJsonObject();
+    // A redacting guardrail may replace both.
+    let body: Record<string, unknown> = parsed.body;
+    let raw = parsed.raw;
     const model = body.model;
     if (typeof model !== "string" || model === "") throw bodyWithoutModel();
     trace.model = model;
@@ -345,7 +351,20 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const settle = (usage: TokenUsage | undefined) => (settling ??= ticket.settle(usage, usage && costOfCall(trace, usage)));
     try {
       const guardrailRequest = { key, config, spec };
-      if (spec.guardrails) trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body });
+      if (spec.guardrails) {
+        const redaction = await deps.guardrails.redactInput({ ...guardrailRequest, body, raw });
+        if (redaction) raw = redaction.raw;
+        if (redaction?.counts) {
+          // Read again, as any body is: the steps after this one see the redacted text alone.
+          const reparsed = await bodies.parse(raw, spec.name, trace.capture !== undefined);
+          if (!reparsed.body) throw bodyNotJsonObject();
+          body = reparsed.body;
+          raw = reparsed.raw;
+          trace.redactions = { input: redaction.counts };
+          if (trace.capture) trace.capture.body = body;
+        }
+        trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body, redaction: redaction?.verdict });
+      }
       step(trace, "guardrails", trace.span && spec.guardrails && hasGuardrails(config, "input") ? "input guardrails" : undefined);
 
       const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
@@ -372,12 +391,15 @@ export function createGatewayHandler(deps: PipelineDeps) {
         if (events) {
           const meter = new StreamMeter(raw.length, trace.capture ? MAX_ROW_TEXT_CHARS : 0);
           const finish = () => settle(meter.usage);
+          const guard = spec.guardrails ? deps.guardrails.streamGuard(guardrailRequest) : undefined;
           const stream = translation
-            ? translatedStream(events, translation.to.streamReader(nowSeconds()), translation.from.streamWriter({ streamUsage }), meter)
-            : passedStream(events, spec.format ?? "responses", meter);
+            ? translatedStream(events, translation.to.streamReader(nowSeconds()), translation.from.streamWriter({ streamUsage }), meter, guard)
+            : passedStream(events, spec.format ?? "responses", meter, guard);
           try {
-            await writeStream(res, trace, stream, meter, firstByte, finish);
+            const whole = await writeStream(res, trace, stream, meter, firstByte, finish);
+            if (guard && whole) trace.guardrailVerdict = [trace.guardrailVerdict, guard.verdict()].filter(Boolean).join(",");
           } finally {
+            if (guard && Object.keys(guard.counts).length > 0) trace.redactions = { ...trace.redactions, output: guard.counts };
             // Whatever happened, what the provider reported counts (an estimate when it reported nothing).
             trace.usage = meter.usage;
             trace.tokensEstimated = meter.estimated;
@@ -407,8 +429,12 @@ export function createGatewayHandler(deps: PipelineDeps) {
         }
         const settled = settle(trace.usage);
         if (spec.guardrails) {
-          const verdict = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output });
-          if (verdict) trace.guardrailVerdict = [trace.guardrailVerdict, verdict].filter(Boolean).join(",");
+          const checked = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output });
+          if (checked.verdict) trace.guardrailVerdict = [trace.guardrailVerdict, checked.verdict].filter(Boolean).join(",");
+          if (checked.redacted) {
+            ({ body: output, answer } = checked.redacted);
+            trace.redactions = { ...trace.redactions, output: checked.redacted.counts };
+          }
         }
         await settled;
         step(trace, "output", trace.span && spec.guardrails && hasGuardrails(config, "output") ? "output guardrails" : undefined);
@@ -556,6 +582,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
    * ordinary error answer; after it, the status is sent, so the stream ends with the format's own
    * error event instead, and never hangs. `finish` (settling the usage) runs before the caller
    * can see the stream end: before the provider's final event, the end, or the error event.
+   * Resolves true when the stream went out whole, false when it ended with the error event.
    */
   async function writeStream(
     res: ServerResponse,
@@ -564,7 +591,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     meter: StreamMeter,
     firstByte: () => void,
     finish: () => Promise<void>,
-  ): Promise<void> {
+  ): Promise<boolean> {
     let started = false;
     const start = () => {
       res.writeHead(200, withTiming(trace, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" }));
@@ -580,11 +607,19 @@ export function createGatewayHandler(deps: PipelineDeps) {
       if (!started) start();
       await finish();
       res.end();
+      return true;
     } catch (err) {
       if (!started || res.destroyed) throw err;
       countUpstreamFailure(trace, err);
+      const error = asGatewayError(err);
+      // An output guardrail blocked the stream after its first event: the caller has a 200.
+      if (error.detailObject) {
+        trace.guardrailVerdict = blockedVerdict(error.detailObject);
+        trace.refusal = refusalReason(error);
+      }
       await finish();
-      res.end(stream.errorEvent(asGatewayError(err).message));
+      res.end(stream.errorEvent(error.message));
+      return false;
     }
   }
 
@@ -624,7 +659,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     trace.errorType = errorTypeFor(error.status);
     countUpstreamFailure(trace, err);
     trace.refusal = refusalReason(error);
-    if (error.detailObject) trace.guardrailVerdict = `${error.detailObject.type}:blocked:${error.detailObject.stage}`;
+    if (error.detailObject) trace.guardrailVerdict = blockedVerdict(error.detailObject);
     // The caller went away (which also aborts the provider call): there is no one to answer.
     if (res.destroyed) return;
     if (!(err instanceof GatewayError) && error.status === 500) trace.log.error({ err }, "gateway request failed");
@@ -643,6 +678,11 @@ function costOfCall(trace: Trace, usage: TokenUsage): bigint | undefined {
   const model = trace.upstreamModel ?? trace.model;
   const price = model === undefined ? undefined : (trace.prices ?? bundledPriceBook).priceOf(trace.provider, model);
   return price && costOf(price, usage);
+}
+
+/** A guardrail's block, as the request log has it. */
+function blockedVerdict(detail: { type: string; stage: string }): string {
+  return `${detail.type}:blocked:${detail.stage}`;
 }
 
 function hasGuardrails(config: WorkspaceConfig | undefined, stage: "input" | "output"): boolean {

@@ -2,6 +2,9 @@ import { chatStreamError } from "../formats/chat.ts";
 import type { FormatName, StreamReader, StreamWriter } from "../formats/format.ts";
 import { nextSequenceNumber, streamErrorEvent, type SseEvent } from "../providers/sse.ts";
 import type { StreamMeter } from "../usage/stream-meter.ts";
+import { canonicalStreamText, sseStreamText } from "../formats/stream-text.ts";
+import type { StreamGuard } from "../guardrails/stream-guard.ts";
+import { guardedStream } from "./guarded-stream.ts";
 
 /** What goes to a streaming caller: whole events as they are made, and the error event that ends a broken stream. */
 export interface OutgoingStream {
@@ -10,12 +13,17 @@ export interface OutgoingStream {
   errorEvent(message: string): Buffer | string;
 }
 
-/** The provider's events as they came: the caller and the provider speak the same format. */
-export function passedStream(events: AsyncIterable<SseEvent>, format: FormatName, meter: StreamMeter): OutgoingStream {
+/**
+ * The provider's events as they came: the caller and the provider speak the same format. With
+ * output guardrails, they are held back until checked (guarded-stream.ts), and what the caller
+ * is sent is what is metered (and kept for a pipeline row).
+ */
+export function passedStream(events: AsyncIterable<SseEvent>, format: FormatName, meter: StreamMeter, guard?: StreamGuard): OutgoingStream {
   let last: SseEvent | undefined;
+  const sent = guard ? guardedStream(events, sseStreamText[format], guard) : events;
   return {
     pieces: (async function* () {
-      for await (const event of events) {
+      for await (const event of sent) {
         meter.observe(event);
         last = event;
         yield event.raw;
@@ -33,17 +41,16 @@ export function passedStream(events: AsyncIterable<SseEvent>, format: FormatName
  * event: nothing is held back but what the caller's format itself delays (a writer emits an event
  * once it can be whole).
  */
-export function translatedStream(events: AsyncIterable<SseEvent>, reader: StreamReader, writer: StreamWriter, meter: StreamMeter): OutgoingStream {
+export function translatedStream(events: AsyncIterable<SseEvent>, reader: StreamReader, writer: StreamWriter, meter: StreamMeter, guard?: StreamGuard): OutgoingStream {
+  const read = (async function* () {
+    for await (const event of events) yield* reader.read(event);
+    yield* reader.end();
+  })();
+  // Output guardrails read the canonical events: the writer repeats only the text it is given.
+  const sent = guard ? guardedStream(read, canonicalStreamText, guard) : read;
   return {
     pieces: (async function* () {
-      for await (const event of events) {
-        for (const canonical of reader.read(event)) {
-          meter.observeCanonical(canonical);
-          const written = writer.write(canonical);
-          if (written !== "") yield written;
-        }
-      }
-      for (const canonical of reader.end()) {
+      for await (const canonical of sent) {
         meter.observeCanonical(canonical);
         const written = writer.write(canonical);
         if (written !== "") yield written;

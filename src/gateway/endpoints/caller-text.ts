@@ -81,3 +81,63 @@ function collectBlocks(value: Json, parts: string[]): void {
     }
   }
 }
+
+// --- Rewriting the same text in place (redaction) ----------------------------------------------
+
+/** Replaces a piece of text; returns it unchanged when there is nothing to replace. */
+export type TextRewrite = (text: string) => string;
+
+/** A Messages API request's caller text, rewritten where `messagesText` reads it. */
+export function rewriteMessagesText(body: Record<string, Json>, rewrite: TextRewrite): void {
+  rewriteBlocks(body, "system", rewrite);
+  if (Array.isArray(body.messages)) {
+    for (const message of body.messages) if (isRecord(message)) rewriteBlocks(message, "content", rewrite);
+  }
+}
+
+/** A Responses API request's caller text, rewritten where `responsesText` reads it. */
+export function rewriteResponsesText(body: Record<string, Json>, rewrite: TextRewrite): void {
+  if (typeof body.instructions === "string") body.instructions = rewrite(body.instructions);
+  rewriteBlocks(body, "input", rewrite);
+}
+
+/** A Chat Completions request's caller text, rewritten where `chatText` reads it. */
+export function rewriteChatText(body: Record<string, Json>, rewrite: TextRewrite): void {
+  rewriteBlocks(body, "messages", rewrite);
+}
+
+/** An image generation's prompt, rewritten. */
+export function rewriteImagesText(body: Record<string, Json>, rewrite: TextRewrite): void {
+  if (typeof body.prompt === "string") body.prompt = rewrite(body.prompt);
+}
+
+/** An answer's text, rewritten where `answerText` reads it. */
+export function rewriteAnswerText(parsed: Json, rewrite: TextRewrite): void {
+  if (!isRecord(parsed)) return;
+  rewriteBlocks(parsed, "content", rewrite);
+  rewriteBlocks(parsed, "output", rewrite);
+  if (Array.isArray(parsed.choices)) {
+    for (const choice of parsed.choices) if (isRecord(choice) && isRecord(choice.message)) rewriteBlocks(choice.message, "content", rewrite);
+  }
+}
+
+/**
+ * `holder[field]` rewritten wherever collectBlocks reads text in it: the same places, so that
+ * what the guardrails read is exactly what is rewritten. Its own stack, as collectBlocks has.
+ */
+function rewriteBlocks(holder: Record<string, Json> | Json[], field: string | number, rewrite: TextRewrite): void {
+  const pending: [Record<string, Json> | Json[], string | number][] = [[holder, field]];
+  while (pending.length > 0) {
+    const [parent, name] = pending.pop()!;
+    const item = (parent as Record<string | number, Json>)[name];
+    if (typeof item === "string") {
+      (parent as Record<string | number, Json>)[name] = rewrite(item);
+    } else if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) pending.push([item, i]);
+    } else if (isRecord(item)) {
+      if (typeof item.text === "string") item.text = rewrite(item.text);
+      if (typeof item.output === "string") item.output = rewrite(item.output);
+      if ("content" in item) pending.push([item, "content"]);
+    }
+  }
+}

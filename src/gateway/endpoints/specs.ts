@@ -2,7 +2,20 @@ import type { Family, ProviderKind } from "../config/types.ts";
 import type { EndpointStyle } from "../dataplane/errors.ts";
 import type { FormatName } from "../formats/format.ts";
 import type { TranscriptEndpoint } from "../usage/transcript.ts";
-import { answerText, chatText, embeddingsText, imagesText, messagesText, responsesText } from "./caller-text.ts";
+import {
+  answerText,
+  chatText,
+  embeddingsText,
+  imagesText,
+  messagesText,
+  responsesText,
+  rewriteAnswerText,
+  rewriteChatText,
+  rewriteImagesText,
+  rewriteMessagesText,
+  rewriteResponsesText,
+  type TextRewrite,
+} from "./caller-text.ts";
 
 /**
  * Everything the gateway knows of one client endpoint, in one place: where it is, how its errors
@@ -41,10 +54,14 @@ export interface EndpointSpec {
   textFields: readonly string[];
   /** The caller text of a parsed request body. */
   inputText(body: Record<string, unknown>): string[];
+  /** The same text rewritten in place (PII redaction); only endpoints with guardrails rewrite. */
+  rewriteInputText(body: Record<string, unknown>, rewrite: TextRewrite): void;
   /** The request's own output maximum, or undefined when it sets none (embeddings write none: 0). */
   outputMaximum(body: Record<string, unknown>): number | undefined;
   /** The text of a non-streamed answer, parsed. */
   outputText(answer: unknown): string[];
+  /** That text rewritten in place. */
+  rewriteOutputText(answer: unknown, rewrite: TextRewrite): void;
   transcript: TranscriptEndpoint;
   /** What a provider of this kind is sent; undefined when no such provider can serve the endpoint. */
   target(kind: ProviderKind): ProviderTarget | undefined;
@@ -92,8 +109,10 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["system", "messages"],
     inputText: messagesText,
+    rewriteInputText: rewriteMessagesText,
     outputMaximum: (body) => maximum(body.max_tokens),
     outputText: answerText,
+    rewriteOutputText: rewriteAnswerText,
     transcript: "messages",
     target: conversational("messages"),
   },
@@ -107,8 +126,10 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["instructions", "input"],
     inputText: responsesText,
+    rewriteInputText: rewriteResponsesText,
     outputMaximum: (body) => maximum(body.max_output_tokens),
     outputText: answerText,
+    rewriteOutputText: rewriteAnswerText,
     transcript: "responses",
     target: conversational("responses"),
   },
@@ -122,9 +143,11 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["messages"],
     inputText: chatText,
+    rewriteInputText: rewriteChatText,
     // max_tokens is deprecated in favour of max_completion_tokens; OpenAI refuses both at once.
     outputMaximum: (body) => maximum(body.max_completion_tokens) ?? maximum(body.max_tokens),
     outputText: answerText,
+    rewriteOutputText: rewriteAnswerText,
     transcript: "chat",
     target: conversational("chat"),
   },
@@ -138,8 +161,10 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["input"],
     inputText: embeddingsText,
+    rewriteInputText: () => undefined,
     outputMaximum: () => 0,
     outputText: () => [],
+    rewriteOutputText: () => undefined,
     transcript: "embeddings",
     target: passThrough("/v1/embeddings", ["openai", "azure_openai", "openai_compatible"]),
   },
@@ -153,8 +178,10 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["prompt"],
     inputText: imagesText,
+    rewriteInputText: rewriteImagesText,
     outputMaximum: () => undefined,
     outputText: answerText,
+    rewriteOutputText: rewriteAnswerText,
     transcript: "images",
     target: passThrough("/v1/images/generations", ["openai", "azure_openai"]),
   },
@@ -169,8 +196,10 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: false,
     textFields: ["system", "messages"],
     inputText: messagesText,
+    rewriteInputText: rewriteMessagesText,
     outputMaximum: () => 0,
     outputText: () => [],
+    rewriteOutputText: () => undefined,
     transcript: "messages",
     // Anthropic counts; for the others, which have no such endpoint, the gateway estimates.
     target: (kind) => (kind === "anthropic" ? { path: "/v1/messages/count_tokens", format: null } : { path: "", format: null, estimated: true }),

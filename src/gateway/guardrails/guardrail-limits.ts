@@ -10,6 +10,8 @@ export interface GuardrailLimits {
   queueLimit: number;
   /** One check, from submission (queue included) to answer; past it, a detector error. */
   timeoutMs: number;
+  /** Text the output guardrails read past a streamed piece before it goes to the caller (stream-guard.ts). */
+  streamWindowChars: number;
 }
 
 /**
@@ -25,4 +27,6 @@ export const defaultGuardrailLimits: GuardrailLimits = {
   workers: Math.max(1, Math.min(4, availableParallelism() - 1)),
   queueLimit: 64,
   timeoutMs: 10_000,
+  // A card number in groups of four with a few words of context fits; about 15 tokens of delay.
+  streamWindowChars: 64,
 };

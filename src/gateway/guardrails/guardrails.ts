@@ -12,10 +12,14 @@ import {
 import { defaultHighRiskPii } from "./catalog.ts";
 import { detect, type DetectorCheck } from "./detect.ts";
 import type { DetectorLoader, DetectorName } from "./detectors/loader.ts";
-import type { GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
+import type { CheckedOutput, GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
+import type { PiiDetector } from "./detectors/pii.ts";
+import { redactAnswer, redactRequest } from "./redaction.ts";
+import { StreamGuard } from "./stream-guard.ts";
+import { parseAnswer } from "../usage/provider-usage.ts";
 import { PluginRegistry, type PluginVerdict } from "./plugin-registry.ts";
 import { answerBytesText, extractedText, joinCapped } from "./text.ts";
-import { WorkerQueueFull, type WorkerPool } from "./worker-pool.ts";
+import { WorkerQueueFull, WorkerTimeout, type WorkerPool } from "./worker-pool.ts";
 
 const detectorOf: Record<GuardrailConfig["kind"], DetectorName> = { pii: "pii", prompt_injection: "injection", content_safety: "content" };
 
@@ -41,41 +45,54 @@ export interface GuardrailStepOptions {
   maxTextBytes: number;
   /** Workers for texts longer than {@link INLINE_TEXT_CHARS}; without them, every check runs on the event loop. */
   pool?: WorkerPool;
+  /** How much text past a streamed piece the output guardrails read before it goes out (stream-guard.ts). */
+  streamWindowChars: number;
 }
 
 /**
  * The gateway's guardrails: the workspace's enabled guardrails of the stage, in a fixed order,
- * each with the built-in detector or its plug-in. The first that blocks answers 422.
+ * each with the built-in detector or its plug-in. The first that blocks answers 422. A PII
+ * guardrail that redacts does so first, and the others read the redacted text.
  */
 export function createGuardrailStep(options: GuardrailStepOptions): GuardrailStep {
   const plugins = options.plugins ?? new PluginRegistry(options.logger);
 
+  /** One guardrail's check of a text, its fail mode applied: throws its block, or says how it went. */
+  async function checkOne(guardrail: GuardrailConfig, stage: GuardrailStage, text: string, truncated: boolean): Promise<"pass" | "error-open" | "truncated-open"> {
+    const reason = await failSafe(guardrail, stage, () => evaluate(guardrail, text));
+    if (reason === failedOpen) return "error-open";
+    if (reason) throw guardrailBlocked(guardrail.kind, stage, reason);
+    // What lies past the cap was not read: a gap in the check, as a detector error is.
+    if (truncated && guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
+    return truncated ? "truncated-open" : "pass";
+  }
+
+  /** `work`, with a detector's failure decided by the guardrail's fail mode: blocked, or {@link failedOpen}. */
+  async function failSafe<T>(guardrail: GuardrailConfig, stage: GuardrailStage, work: () => Promise<T>): Promise<T | typeof failedOpen> {
+    try {
+      return await work();
+    } catch (err) {
+      if (err instanceof GatewayError) throw err;
+      if (err instanceof WorkerQueueFull || err instanceof WorkerTimeout) throw gatewayAtCapacity();
+      options.logger.warn({ err, guardrail: guardrail.id, kind: guardrail.kind }, "guardrail detector failed");
+      if (guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
+      return failedOpen;
+    }
+  }
+
+  /** Every guardrail of the stage on the text, in order; `done` gives the verdict of one that has already run. */
   async function run(
-    request: GuardrailRequest,
+    guardrails: readonly GuardrailConfig[],
     stage: GuardrailStage,
     texts: () => { text: string; truncated: boolean },
+    done?: (guardrail: GuardrailConfig) => string | undefined,
   ): Promise<string | undefined> {
-    // The snapshot keeps them in the order they run.
-    const guardrails = (request.config?.guardrails ?? []).filter((g) => g.stage === stage);
     if (guardrails.length === 0) return undefined;
     const { text, truncated } = texts();
     const verdicts: string[] = [];
     for (const guardrail of guardrails) {
-      let reason: string | undefined;
-      try {
-        reason = await evaluate(guardrail, text);
-      } catch (err) {
-        if (err instanceof GatewayError) throw err;
-        if (err instanceof WorkerQueueFull) throw gatewayAtCapacity();
-        options.logger.warn({ err, guardrail: guardrail.id, kind: guardrail.kind }, "guardrail detector failed");
-        if (guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
-        verdicts.push(`${guardrail.kind}:error-open`);
-        continue;
-      }
-      if (reason) throw guardrailBlocked(guardrail.kind, stage, reason);
-      // What lies past the cap was not read: a gap in the check, as a detector error is.
-      if (truncated && guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
-      verdicts.push(truncated ? `${guardrail.kind}:truncated-open` : `${guardrail.kind}:pass`);
+      const verdict = done?.(guardrail) ?? (await checkOne(guardrail, stage, text, truncated));
+      verdicts.push(`${guardrail.kind}:${verdict}`);
     }
     return verdicts.join(",");
   }
@@ -89,17 +106,93 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     return (await options.pool.run({ kind: "check", check, text })) ?? undefined;
   }
 
+  /** The built-in PII detector, for redaction. */
+  function pii(): PiiDetector {
+    if (options.loader.stateOf("pii") === "loading") throw guardrailLoading("pii");
+    const detector = options.loader.pii;
+    if (!detector) throw new Error("the pii detector failed to load");
+    return detector;
+  }
+
   const capped = (parts: string[]) => joinCapped(parts, options.maxTextBytes);
   return {
+    async redactInput(request) {
+      const guardrail = redactingOf(stageOf(request, "input"));
+      if (!guardrail) return undefined;
+      const redacted = await failSafe(guardrail, "input", async () => {
+        // A body a worker parsed is whole only in its raw bytes: the worker redacts those.
+        if (options.pool && extractedText(request.body)) {
+          const { raw, counts } = await options.pool.run({ kind: "redact", raw: request.raw, endpoint: request.spec.name, entityTypes: guardrail.piiEntityTypes }, movable(request.raw));
+          return { raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), counts: counts ?? undefined };
+        }
+        const counts = redactRequest(pii(), request.spec, request.body, guardrail.piiEntityTypes);
+        return { raw: counts ? Buffer.from(JSON.stringify(request.body)) : request.raw, counts };
+      });
+      if (redacted === failedOpen) return { raw: request.raw, verdict: "error-open" };
+      return { raw: redacted.raw, counts: redacted.counts, verdict: redacted.counts ? "redacted" : "pass" };
+    },
     checkInput: (request) =>
-      run(request, "input", () => {
-        // A large body was read by a worker, which cut its text to the same cap.
-        const extracted = extractedText(request.body);
-        if (extracted) return extracted.capped;
-        return capped(request.spec.inputText(request.body));
-      }),
-    checkOutput: (request) => run(request, "output", () => capped(answerBytesText(request.spec, request.body))),
+      run(
+        stageOf(request, "input"),
+        "input",
+        () => {
+          // A large body was read by a worker, which cut its text to the same cap.
+          const extracted = extractedText(request.body);
+          if (extracted) return extracted.capped;
+          return capped(request.spec.inputText(request.body));
+        },
+        (guardrail) => (guardrail.redact ? (request.redaction ?? "pass") : undefined),
+      ),
+    async checkOutput(request) {
+      const guardrails = stageOf(request, "output");
+      const guardrail = redactingOf(guardrails);
+      let body = request.body;
+      let redacted: CheckedOutput["redacted"];
+      let redaction: string | undefined;
+      if (guardrail) {
+        const answer = parseAnswer(body);
+        const counts = await failSafe(guardrail, "output", async () => redactAnswer(pii(), request.spec, answer, guardrail.piiEntityTypes));
+        if (counts && counts !== failedOpen) {
+          body = Buffer.from(JSON.stringify(answer));
+          redacted = { body, answer, counts };
+        }
+        redaction = counts === failedOpen ? "error-open" : counts ? "redacted" : "pass";
+      }
+      const verdict = await run(guardrails, "output", () => capped(answerBytesText(request.spec, body)), (g) => (g === guardrail ? redaction : undefined));
+      return { verdict, redacted };
+    },
+    streamGuard(request) {
+      const guardrails = stageOf(request, "output");
+      if (guardrails.length === 0) return undefined;
+      return new StreamGuard({
+        guardrails,
+        windowChars: options.streamWindowChars,
+        pii,
+        check: async (guardrail, text) => {
+          const verdict = await checkOne(guardrail, "output", text, false);
+          return verdict === "pass" ? "pass" : "error-open";
+        },
+      });
+    },
   };
+}
+
+/** A detector failed, and the guardrail lets the content through. */
+const failedOpen = Symbol("failed open");
+
+/** The stage's guardrails; the snapshot keeps them in the order they run. */
+function stageOf(request: GuardrailRequest, stage: GuardrailStage): GuardrailConfig[] {
+  return (request.config?.guardrails ?? []).filter((g) => g.stage === stage);
+}
+
+/** The stage's PII guardrail, when it redacts. */
+function redactingOf(guardrails: readonly GuardrailConfig[]): GuardrailConfig | undefined {
+  return guardrails.find((g) => g.kind === "pii" && g.redact);
+}
+
+/** A Buffer that is the whole of its memory can be moved to a worker rather than copied. */
+function movable(raw: Buffer): ArrayBuffer[] {
+  return raw.byteOffset === 0 && raw.buffer.byteLength === raw.length && raw.buffer instanceof ArrayBuffer ? [raw.buffer] : [];
 }
 
 function checkOf(guardrail: GuardrailConfig): DetectorCheck {

@@ -5,11 +5,12 @@ import { createInjectionDetector, parseInjectionWeights } from "./detectors/inje
 import type { DetectorData } from "./detectors/loader.ts";
 import { createPiiDetector } from "./detectors/pii.ts";
 import { GatewayError } from "../dataplane/errors.ts";
-import type { EndpointName } from "../endpoints/specs.ts";
+import { endpointSpecs, type EndpointName } from "../endpoints/specs.ts";
 import type { FormatName } from "../formats/format.ts";
 import { translateRequest } from "../formats/translate.ts";
 import { parseObject } from "./request-bodies.ts";
 import { summarize, type BodySummary } from "./text.ts";
+import { redactRequest, type EntityCounts } from "./redaction.ts";
 
 /**
  * A worker of the pool (worker-pool.ts): builds the three built-in detectors from the data the
@@ -24,13 +25,16 @@ export type WorkerJob =
   /** The body with `model` set to another name. */
   | { kind: "rewrite"; raw: Uint8Array; model: string }
   /** The body translated to another format (formats/translate.ts), or the 400 that refuses it. */
-  | { kind: "translate"; raw: Uint8Array; from: FormatName; to: FormatName; model: string; defaultMaxTokens: number };
+  | { kind: "translate"; raw: Uint8Array; from: FormatName; to: FormatName; model: string; defaultMaxTokens: number }
+  /** The body with its caller text's PII redacted (redaction.ts); the body as it came, and no counts, when none was found. */
+  | { kind: "redact"; raw: Uint8Array; endpoint: EndpointName; entityTypes: readonly string[] };
 
 export interface JobResults {
   check: string | null;
   parse: { summary: BodySummary | null; raw: Uint8Array };
   rewrite: Uint8Array;
   translate: { ok: true; raw: Uint8Array; streamUsage: boolean } | { ok: false; status: number; message: string };
+  redact: { raw: Uint8Array; counts: EntityCounts | null };
 }
 
 export type WorkerAnswer = { id: number; value: JobResults[WorkerJob["kind"]] } | { id: number; error: string };
@@ -62,6 +66,14 @@ parentPort?.on("message", ({ id, job }: { id: number; job: WorkerJob }) => {
         const body = parseBytes(job.raw) ?? {};
         const rewritten = new Uint8Array(Buffer.from(JSON.stringify({ ...body, model: job.model })));
         parentPort?.postMessage({ id, value: rewritten } satisfies WorkerAnswer, [rewritten.buffer]);
+        return;
+      }
+      case "redact": {
+        const body = parseBytes(job.raw) ?? {};
+        const counts = redactRequest(detectors.pii, endpointSpecs[job.endpoint], body, job.entityTypes);
+        // The body came over without a copy: it goes back the same way when nothing changed.
+        const value = { raw: counts ? new Uint8Array(Buffer.from(JSON.stringify(body))) : job.raw, counts: counts ?? null };
+        parentPort?.postMessage({ id, value } satisfies WorkerAnswer, value.raw.buffer instanceof ArrayBuffer ? [value.raw.buffer] : []);
         return;
       }
       case "translate": {

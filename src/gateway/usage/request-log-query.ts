@@ -4,6 +4,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import type { ListRequestLogRequest, ListRequestLogResponseSchema } from "../../../gen/warden/gateway/v1/usage_pb.js";
 import { invalidArgument } from "../../platform/errors.ts";
 import { checkLength, requireUuid } from "../../platform/validate.ts";
+import type { Redactions } from "./request-log.ts";
 
 /** The request log is larger than the other lists: a page may hold up to 1,000 entries. */
 export const maxRequestLogPerPage = 1_000;
@@ -34,6 +35,7 @@ interface Row {
   superseded: boolean;
   cached_input_tokens: string;
   cost_usd: string | null;
+  redactions: Redactions | null;
 }
 
 /** Exact-match text filters: their REST name, their column, and the column's width. */
@@ -121,7 +123,7 @@ export async function listRequestLog(
             k.name as key_name, l.user_id::text as user_id, l.group_ids::text[] as group_ids, l.endpoint, l.model,
             l.provider, l.status, l.error_type, l.latency_ms, l.ttfb_ms, l.input_tokens::text as input_tokens,
             l.output_tokens::text as output_tokens, l.tokens_estimated, l.guardrail_verdict, l.superseded,
-            l.cached_input_tokens::text as cached_input_tokens, l.cost_usd::text as cost_usd
+            l.cached_input_tokens::text as cached_input_tokens, l.cost_usd::text as cost_usd, l.redactions
        from gateway_request_log l
        left join gateway_key k on k.id = l.key_id and k.workspace_id = l.workspace_id
       where ${where.join(" and ")}
@@ -154,7 +156,18 @@ export async function listRequestLog(
       superseded: row.superseded,
       cachedInputTokens: BigInt(row.cached_input_tokens),
       costUsd: row.cost_usd === null ? undefined : Number(row.cost_usd),
+      redactions: redactionList(row.redactions),
     })),
     nextPage: more ? page + 1 : undefined,
   };
+}
+
+/** The stored `{"input": {"CREDIT_CARD": 1}}` as a list, input first, then by type. */
+function redactionList(redactions: Redactions | null): { stage: string; entityType: string; count: number }[] {
+  if (!redactions) return [];
+  return (["input", "output"] as const).flatMap((stage) =>
+    Object.entries(redactions[stage] ?? {})
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([entityType, count]) => ({ stage, entityType, count })),
+  );
 }

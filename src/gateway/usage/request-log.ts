@@ -19,6 +19,9 @@ export interface CallOutcome {
   guardrailVerdict: string | null;
 }
 
+/** What redacting PII guardrails replaced, by stage and entity type: counts, never values. */
+export type Redactions = Partial<Record<"input" | "output", Record<string, number>>>;
+
 export interface RequestLogEntry extends CallOutcome {
   workspaceId: string | null;
   keyId: string | null;
@@ -32,6 +35,8 @@ export interface RequestLogEntry extends CallOutcome {
   costUsd?: string | null;
   /** The provider reported nothing (an abandoned stream): the tokens are an estimate. */
   tokensEstimated: boolean;
+  /** Set when a PII guardrail redacted something. */
+  redactions?: Redactions | null;
   /** A failed attempt after which the call moved to its rule's next target; its final attempt has its own entry. */
   superseded?: boolean;
 }
@@ -55,6 +60,7 @@ const columns: [string, string][] = [
   ["error_type", "text"], ["latency_ms", "integer"], ["ttfb_ms", "integer"], ["input_tokens", "bigint"],
   ["output_tokens", "bigint"], ["tokens_estimated", "boolean"], ["guardrail_verdict", "text"],
   ["superseded", "boolean"], ["cached_input_tokens", "bigint"], ["cost_usd", "numeric"],
+  ["redactions", "jsonb"],
 ];
 
 const insertSql = `insert into gateway_request_log (${columns.map(([name]) => name).join(", ")})
@@ -92,6 +98,7 @@ function columnValues(batch: RequestLogEntry[]): unknown[][] {
     batch.map((e) => e.latencyMs), batch.map((e) => e.ttfbMs), batch.map((e) => e.inputTokens),
     batch.map((e) => e.outputTokens), batch.map((e) => e.tokensEstimated), batch.map((e) => e.guardrailVerdict),
     batch.map((e) => e.superseded ?? false), batch.map((e) => e.cachedInputTokens ?? 0), batch.map((e) => e.costUsd ?? null),
+    batch.map((e) => (e.redactions ? JSON.stringify(e.redactions) : null)),
   ];
 }
 

@@ -1564,6 +1564,13 @@ export declare type Guardrail = Message<"warden.gateway.v1.Guardrail"> & {
    * @generated from field: google.protobuf.Timestamp date_updated = 14;
    */
   dateUpdated?: Timestamp | undefined;
+
+  /**
+   * PII only: block (the default) or redact. Other kinds always block.
+   *
+   * @generated from field: warden.gateway.v1.GuardrailAction action = 15;
+   */
+  action: GuardrailAction;
 };
 
 /**
@@ -1630,6 +1637,13 @@ export declare type CreateGuardrailRequest = Message<"warden.gateway.v1.CreateGu
    * @generated from field: optional int32 classifier_timeout_ms = 11;
    */
   classifierTimeoutMs?: number | undefined;
+
+  /**
+   * Redact needs the PII kind and the built-in detector (a plug-in gives no entity positions).
+   *
+   * @generated from field: warden.gateway.v1.GuardrailAction action = 12;
+   */
+  action: GuardrailAction;
 };
 
 /**
@@ -1742,6 +1756,11 @@ export declare type UpdateGuardrailRequest = Message<"warden.gateway.v1.UpdateGu
    * @generated from field: google.protobuf.FieldMask update_mask = 11;
    */
   updateMask?: FieldMask | undefined;
+
+  /**
+   * @generated from field: warden.gateway.v1.GuardrailAction action = 12;
+   */
+  action: GuardrailAction;
 };
 
 /**
@@ -2496,6 +2515,37 @@ export enum GuardrailFailureMode {
  * Describes the enum warden.gateway.v1.GuardrailFailureMode.
  */
 export declare const GuardrailFailureModeSchema: GenEnum<GuardrailFailureMode>;
+
+/**
+ * What a PII guardrail does with the entities it finds.
+ *
+ * @generated from enum warden.gateway.v1.GuardrailAction
+ */
+export enum GuardrailAction {
+  /**
+   * @generated from enum value: GUARDRAIL_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The request (input) or the answer (output) is refused with 422.
+   *
+   * @generated from enum value: GUARDRAIL_ACTION_BLOCK = 1;
+   */
+  BLOCK = 1,
+
+  /**
+   * The entities are replaced with typed placeholders such as [CREDIT_CARD], and the call goes on.
+   *
+   * @generated from enum value: GUARDRAIL_ACTION_REDACT = 2;
+   */
+  REDACT = 2,
+}
+
+/**
+ * Describes the enum warden.gateway.v1.GuardrailAction.
+ */
+export declare const GuardrailActionSchema: GenEnum<GuardrailAction>;
 
 /**
  * @generated from enum warden.gateway.v1.LimitScope

@@ -453,6 +453,13 @@ export declare type RequestLogEntry = Message<"warden.gateway.v1.RequestLogEntry
    * @generated from field: optional double cost_usd = 22;
    */
   costUsd?: number | undefined;
+
+  /**
+   * What PII guardrails redacted: entity types and counts per stage, never the values.
+   *
+   * @generated from field: repeated warden.gateway.v1.Redaction redactions = 23;
+   */
+  redactions: Redaction[];
 };
 
 /**
@@ -460,6 +467,38 @@ export declare type RequestLogEntry = Message<"warden.gateway.v1.RequestLogEntry
  * Use `create(RequestLogEntrySchema)` to create a new message.
  */
 export declare const RequestLogEntrySchema: GenMessage<RequestLogEntry>;
+
+/**
+ * The entities of one type a redacting PII guardrail replaced at one stage.
+ *
+ * @generated from message warden.gateway.v1.Redaction
+ */
+export declare type Redaction = Message<"warden.gateway.v1.Redaction"> & {
+  /**
+   * input or output.
+   *
+   * @generated from field: string stage = 1;
+   */
+  stage: string;
+
+  /**
+   * A PII entity type, such as CREDIT_CARD.
+   *
+   * @generated from field: string entity_type = 2;
+   */
+  entityType: string;
+
+  /**
+   * @generated from field: int32 count = 3;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message warden.gateway.v1.Redaction.
+ * Use `create(RedactionSchema)` to create a new message.
+ */
+export declare const RedactionSchema: GenMessage<Redaction>;
 
 /**
  * @generated from message warden.gateway.v1.ListRequestLogResponse
