@@ -18,8 +18,13 @@ import { placeholderOf, redactedTypes, redactor, type EntityCounts } from "./red
  * is whole (a channel's end reads everything). A PII entity counts only when at least
  * {@link SETTLED_CHARS} characters follow it in the window, for an entity with spaces in it (a
  * card number in groups, a phone number) may still be growing; so the entities always caught
- * whole are those up to `windowChars - SETTLED_CHARS` long. Work is linear in the text: each
- * window reads the new text and at most two windows' worth before it.
+ * whole are those up to `windowChars - SETTLED_CHARS` long.
+ *
+ * The first window is read as soon as there is more than a window of text, so the first token
+ * waits for exactly a window more; after it, a window is read once a quarter of a window of new
+ * text has come, so later pieces wait up to 1.25 windows, and the guardrails read each character
+ * about six times (a window per quarter window), not once per provider event (a few characters
+ * each). Work stays linear in the text.
  *
  * A block throws the guardrail's 422 error; a redacting PII guardrail replaces what it finds
  * with placeholders in the text it hands out.
@@ -113,8 +118,10 @@ export class StreamGuard {
     const window = this.#options.windowChars;
     // A word longer than the window is cut, not waited for: held text stays bounded.
     if (channel.length - channel.boundary > window) channel.boundary = channel.length;
-    // Reading is only worth it when it lets more text go.
-    if (channel.boundary > Math.max(window, channel.checked)) await this.#read(channel, channel.boundary, false);
+    // Reading is only worth it when it lets text go: the first time, once past a window; then a
+    // quarter window further each time.
+    const next = channel.checked === 0 ? window : channel.checked + Math.max(1, Math.floor(window / 4));
+    if (channel.boundary >= next) await this.#read(channel, channel.boundary, false);
   }
 
   /** A channel's end: the rest of its text is read, and may all go. */
