@@ -77,9 +77,10 @@ const firstPlan = `+ provider anthropic
 + usage limit group research daily usd
 + usage limit user alice monthly tokens
 + guardrail pii input
++ guardrail pii output
 + guardrail prompt_injection input
 + price gpt-test on openai
-Plan: 13 to create, 0 to update, 0 to replace, 0 to delete.
+Plan: 14 to create, 0 to update, 0 to replace, 0 to delete.
 `;
 
 describe("warden apply and export", () => {
@@ -88,7 +89,7 @@ describe("warden apply and export", () => {
     expect(await warden("apply", file, "--dry-run")).toEqual({ code: 0, stdout: firstPlan, stderr: "" });
     expect((await listings()).providers).toEqual([]);
 
-    expect(await warden("apply", file)).toEqual({ code: 0, stdout: `${firstPlan}Applied 13 changes.\n`, stderr: "" });
+    expect(await warden("apply", file)).toEqual({ code: 0, stdout: `${firstPlan}Applied 14 changes.\n`, stderr: "" });
     const created = await warden("keys", "create", "--name", "ci", "--group", "research", "--json");
     expect(created.code).toBe(0);
     const key = JSON.parse(created.stdout) as { secret: string; name: string; groupIds: string[] };
@@ -192,6 +193,12 @@ guardrails:
     piiEntityTypes:
       - CREDIT_CARD
       - US_SSN
+  - kind: pii
+    stage: output
+    piiEntityTypes:
+      - CREDIT_CARD
+      - EMAIL_ADDRESS
+    action: redact
 prices:
   - model: gpt-test
     provider: openai
