@@ -3,14 +3,36 @@
  * that neither side spends time building them. The gateway passes answers through byte for byte,
  * so every variant must deliver exactly these lengths.
  */
+import { prose } from "./prose.ts";
 
 /** The model every measured request names; the gateway's allow list and routing both match it. */
 export const benchModel = "bench-model";
 /** Streams for this model send their first event and then wait for the provider's "release". */
 export const holdModel = "bench-hold";
 
-/** Number of server-sent events in a streamed answer. */
+/** Number of server-sent events in a streamed answer (of every model but the prose model). */
 export const streamEventCount = 20;
+
+/** Answers about 1 KB of ordinary prose; streamed, in deltas of 4 characters, as a model's tokens come. */
+export const proseModel = "bench-prose";
+/** Answers a card number: what an output PII guardrail stops (a probe that output guardrails are on). */
+export const piiModel = "bench-pii";
+const proseAnswer = prose(1024);
+
+/** The text a model answers. */
+function textOf(model: string): string {
+  if (model === proseModel) return proseAnswer;
+  return model === piiModel ? "Your card number is 4111 1111 1111 1111." : text;
+}
+
+/** The stream's text deltas: 4 characters each for the prose model, else 12 runs of words. */
+function deltasOf(model: string): string[] {
+  const answer = textOf(model);
+  if (model === proseModel) return Array.from({ length: Math.ceil(answer.length / 4) }, (_, i) => answer.slice(i * 4, i * 4 + 4));
+  const deltas = 12;
+  const words = answer.split(" ");
+  return Array.from({ length: deltas }, (_, i) => words.slice(Math.floor((i * words.length) / deltas), Math.floor(((i + 1) * words.length) / deltas)).join(" "));
+}
 
 /** A Responses request; `input` is the caller's text (the guardrails read it). */
 export function requestBody(model: string, stream: boolean, input = "Say hello in one short sentence."): Buffer {
@@ -22,15 +44,16 @@ export function requestBody(model: string, stream: boolean, input = "Say hello i
 const createdAt = 1_767_225_600;
 const text = "Hello! How can I help you today?";
 const usage = { input_tokens: 14, input_tokens_details: { cached_tokens: 0 }, output_tokens: 9, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 23 };
-const message = {
+const messageOf = (model: string) => ({
   id: "msg_bench",
   type: "message",
   status: "completed",
   role: "assistant",
-  content: [{ type: "output_text", annotations: [], logprobs: [], text }],
-};
+  content: [{ type: "output_text", annotations: [], logprobs: [], text: textOf(model) }],
+});
 
 function response(model: string, done: boolean): Record<string, unknown> {
+  const message = messageOf(model);
   return {
     id: "resp_bench",
     object: "response",
@@ -60,9 +83,9 @@ export function completeAnswer(model: string): Buffer {
  * content_part.done, output_item.done, completed.
  */
 export function streamAnswer(model: string): Buffer[] {
-  const deltas = 12;
-  const words = text.split(" ");
-  const pieces = Array.from({ length: deltas }, (_, i) => words.slice(Math.floor((i * words.length) / deltas), Math.floor(((i + 1) * words.length) / deltas)).join(" "));
+  const pieces = deltasOf(model);
+  const message = messageOf(model);
+  const text = textOf(model);
   const part = { type: "output_text", annotations: [], logprobs: [], text: "" };
   const events: Record<string, unknown>[] = [
     { type: "response.created", response: response(model, false) },
@@ -75,7 +98,7 @@ export function streamAnswer(model: string): Buffer[] {
     { type: "response.output_item.done", output_index: 0, item: message },
     { type: "response.completed", response: response(model, true) },
   ];
-  if (events.length !== streamEventCount) throw new Error(`the stream has ${events.length} events, not ${streamEventCount}`);
+  if (model !== proseModel && events.length !== streamEventCount) throw new Error(`the stream has ${events.length} events, not ${streamEventCount}`);
   return events.map((event, i) => Buffer.from(`event: ${String(event.type)}\ndata: ${JSON.stringify({ ...event, sequence_number: i })}\n\n`));
 }
 

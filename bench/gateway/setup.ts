@@ -1,5 +1,5 @@
 import { Pool } from "undici";
-import { benchModel, holdModel } from "./payloads.ts";
+import { benchModel, holdModel, piiModel, proseModel } from "./payloads.ts";
 
 /** The management API's REST door, as the admin. */
 export interface Admin {
@@ -54,7 +54,7 @@ export async function expectStatus(
 }
 
 /** The models every bench key may use (its allow list). */
-export const allowList = ["gpt-4o", "gpt-4o-mini", benchModel, holdModel];
+export const allowList = ["gpt-4o", "gpt-4o-mini", benchModel, holdModel, proseModel, piiModel];
 
 /** A gateway key, allowed the bench's models. */
 export async function addKey(admin: Admin, name: string): Promise<GatewayKeyRef> {
