@@ -24,23 +24,31 @@ export async function* guardedStream<T>(items: AsyncIterable<T>, text: StreamTex
       return { channel, text, start, end: start + text.length };
     });
     held.push({ item, pieces });
-    for (const piece of pieces) await guard.append(piece.channel, piece.text);
+    for (const piece of pieces) {
+      // Most pieces start no read: no promise to wait for.
+      const reading = guard.append(piece.channel, piece.text);
+      if (reading) await reading;
+    }
     for (const channel of text.ends(item)) await guard.close(channel);
-    yield* released(held, text, guard);
+    while (held.length > 0 && releasable(held[0]!, guard)) yield outgoing(held.shift()!, text, guard);
   }
   await guard.closeAll();
-  yield* released(held, text, guard);
+  while (held.length > 0) yield outgoing(held.shift()!, text, guard);
 }
 
-/** The held items, from the first, that may go now. */
-function* released<T>(held: Held<T>[], text: StreamText<T>, guard: StreamGuard): Generator<T> {
-  while (held.length > 0 && held[0]!.pieces.every((piece) => guard.releasable(piece.channel) >= piece.end)) {
-    const { item, pieces } = held.shift()!;
-    if (pieces.length > 0) {
-      const texts = pieces.map((piece) => guard.take(piece.channel, piece.start, piece.end));
-      yield texts.every((t, i) => t === pieces[i]!.text) ? item : text.withTexts(item, texts);
-    } else {
-      yield (guard.redacts && text.snapshot(item, (whole) => guard.redactWhole(whole))) || item;
-    }
+function releasable<T>(held: Held<T>, guard: StreamGuard): boolean {
+  for (const piece of held.pieces) if (guard.releasable(piece.channel) < piece.end) return false;
+  return true;
+}
+
+/** An item as it goes out: its text as the guardrails left it, or a snapshot redacted. */
+function outgoing<T>({ item, pieces }: Held<T>, text: StreamText<T>, guard: StreamGuard): T {
+  if (pieces.length === 0) return (guard.redacts && text.snapshot(item, (whole) => guard.redactWhole(whole))) || item;
+  if (pieces.length === 1) {
+    const piece = pieces[0]!;
+    const taken = guard.take(piece.channel, piece.start, piece.end);
+    return taken === piece.text ? item : text.withTexts(item, [taken]);
   }
+  const texts = pieces.map((piece) => guard.take(piece.channel, piece.start, piece.end));
+  return texts.every((t, i) => t === pieces[i]!.text) ? item : text.withTexts(item, texts);
 }

@@ -38,14 +38,32 @@ function withData(event: SseEvent, edit: (data: Json) => void): SseEvent {
   return new SseEvent(Buffer.from(`${name === null ? "" : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`));
 }
 
+/**
+ * Events that may matter to the guardrails, by their `event:` name: others are not parsed (an
+ * event without a name is, as a provider may leave names out).
+ */
+const named = (event: SseEvent, names: ReadonlySet<string>): boolean => event.name === null || names.has(event.name);
+const messagesNames: ReadonlySet<string> = new Set(["content_block_delta", "content_block_stop"]);
+const responsesNames: ReadonlySet<string> = new Set([
+  "response.output_text.delta",
+  "response.output_text.done",
+  "response.content_part.done",
+  "response.output_item.done",
+  "response.completed",
+  "response.incomplete",
+  "response.failed",
+]);
+
 /** A content block's text deltas (Anthropic Messages). */
 const messages: StreamText<SseEvent> = {
   pieces(event) {
+    if (!named(event, messagesNames)) return [];
     const data = dataOf(event);
     if (data?.type !== "content_block_delta" || !isRecord(data.delta) || data.delta.type !== "text_delta" || typeof data.delta.text !== "string") return [];
     return [{ channel: String(data.index), text: data.delta.text }];
   },
   ends(event) {
+    if (!named(event, messagesNames)) return [];
     const data = dataOf(event);
     return data?.type === "content_block_stop" ? [String(data.index)] : [];
   },
@@ -56,16 +74,19 @@ const messages: StreamText<SseEvent> = {
 /** Output text deltas (OpenAI Responses), by output item and content part; the done events and the final response repeat the text. */
 const responses: StreamText<SseEvent> = {
   pieces(event) {
+    if (!named(event, responsesNames)) return [];
     const data = dataOf(event);
     if (data?.type !== "response.output_text.delta" || typeof data.delta !== "string") return [];
     return [{ channel: `${String(data.output_index)}:${String(data.content_index)}`, text: data.delta }];
   },
   ends(event) {
+    if (!named(event, responsesNames)) return [];
     const data = dataOf(event);
     return data?.type === "response.output_text.done" ? [`${String(data.output_index)}:${String(data.content_index)}`] : [];
   },
   withTexts: (event, [text]) => withData(event, (data) => void (data.delta = text)),
   snapshot(event, rewrite) {
+    if (!named(event, responsesNames)) return undefined;
     const data = dataOf(event);
     switch (data?.type) {
       case "response.output_text.done":

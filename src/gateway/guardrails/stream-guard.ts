@@ -67,7 +67,10 @@ class Channel {
   spans: Span[] = [];
 }
 
-const WHITESPACE = /\s/;
+/** Space, tab, line breaks, and the other Unicode spaces a model writes (no-break, ideographic). */
+function isSpace(code: number): boolean {
+  return code === 32 || (code >= 9 && code <= 13) || code === 0xa0 || code === 0x3000 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029;
+}
 
 export class StreamGuard {
   readonly #options: StreamGuardOptions;
@@ -104,13 +107,16 @@ export class StreamGuard {
       .join(",");
   }
 
-  /** More text of a channel; throws the 422 of a guardrail that blocks it. */
-  async append(name: string, text: string): Promise<void> {
+  /**
+   * More text of a channel. Usually nothing is read (undefined, no promise made); when a window
+   * is due, the promise of its read, which rejects with the 422 of a guardrail that blocks it.
+   */
+  append(name: string, text: string): Promise<void> | undefined {
     const channel = this.#channel(name);
     channel.text += text;
     channel.length += text.length;
     for (let i = text.length - 1; i >= 0; i--) {
-      if (WHITESPACE.test(text[i]!)) {
+      if (isSpace(text.charCodeAt(i))) {
         channel.boundary = channel.length - text.length + i + 1;
         break;
       }
@@ -121,7 +127,7 @@ export class StreamGuard {
     // Reading is only worth it when it lets text go: the first time, once past a window; then a
     // quarter window further each time.
     const next = channel.checked === 0 ? window : channel.checked + Math.max(1, Math.floor(window / 4));
-    if (channel.boundary >= next) await this.#read(channel, channel.boundary, false);
+    return channel.boundary >= next ? this.#read(channel, channel.boundary, false) : undefined;
   }
 
   /** A channel's end: the rest of its text is read, and may all go. */
@@ -163,7 +169,7 @@ export class StreamGuard {
     }
     out += channel.text.slice(at - channel.base, end - channel.base);
     channel.released = end;
-    channel.spans = channel.spans.filter((span) => span.end > end);
+    if (channel.spans.length > 0) channel.spans = channel.spans.filter((span) => span.end > end);
     this.#trim(channel);
     return out;
   }
@@ -180,7 +186,7 @@ export class StreamGuard {
     let start = Math.max(channel.base, channel.checked - window);
     // Back to the start of the word, for a word cut in two reads as another word.
     const floor = Math.max(channel.base, start - window);
-    while (start > floor && !WHITESPACE.test(channel.text[start - 1 - channel.base]!)) start -= 1;
+    while (start > floor && !isSpace(channel.text.charCodeAt(start - 1 - channel.base))) start -= 1;
     const text = channel.text.slice(start - channel.base, end - channel.base);
     for (const guardrail of this.#options.guardrails) {
       if (guardrail.kind === "pii" && !guardrail.modelPath && !guardrail.classifierUrl) this.#pii(guardrail, channel, text, start, end, closing);
