@@ -331,7 +331,7 @@ describe("the worker pool", () => {
       const waiting = pool.run({ kind: "check", check: { kind: "pii", entityTypes: [] }, text: "card 4111 1111 1111 1111" });
       await expect(pool.run(slowCheck)).rejects.toBeInstanceOf(WorkerQueueFull);
       expect(await running).toBeNull();
-      expect(await waiting).toBe("Detected high-risk PII entities: CREDIT_CARD");
+      expect(await waiting).toEqual({ reason: "Detected high-risk PII entities: CREDIT_CARD", entityTypes: ["CREDIT_CARD"] });
     } finally {
       await pool.stop();
     }

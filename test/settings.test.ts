@@ -61,6 +61,7 @@ describe("each bad setting", () => {
     [{ WARDEN_GUARDRAIL_QUEUE_LIMIT: "many" }, 'WARDEN_GUARDRAIL_QUEUE_LIMIT must be a non-negative integer, got "many"'],
     [{ WARDEN_GUARDRAIL_TIMEOUT_MS: "0" }, "WARDEN_GUARDRAIL_TIMEOUT_MS must be at least 1, got 0"],
     [{ WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS: "8" }, "WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS must be between 16 and 4096, got 8"],
+    [{ WARDEN_GUARDRAIL_CACHE_ENTRIES: "-1" }, 'WARDEN_GUARDRAIL_CACHE_ENTRIES must be an integer between 0 and 10000000, got "-1"'],
     [{ WARDEN_USAGE_LEASE_TTL_MS: "999" }, "WARDEN_USAGE_LEASE_TTL_MS must be at least 1000, got 999"],
     [{ WARDEN_INGEST_MAX_BODY_BYTES: "0" }, "WARDEN_INGEST_MAX_BODY_BYTES must be at least 1, got 0"],
     [{ WARDEN_DATA_LOAD_MAX_BYTES: "0" }, "WARDEN_DATA_LOAD_MAX_BYTES must be at least 1, got 0"],

@@ -112,6 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       maxTextBytes: options.guardrailLimits.maxTextBytes,
       pool: workers,
       streamWindowChars: options.guardrailLimits.streamWindowChars,
+      cacheEntries: options.guardrailLimits.cacheEntries,
     }),
     bodies: createRequestBodies({ workers, maxTextBytes: options.guardrailLimits.maxTextBytes }),
     requestLog,

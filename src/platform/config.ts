@@ -157,6 +157,7 @@ export function loadConfig(env: Env): Config {
       queueLimit: s.WARDEN_GUARDRAIL_QUEUE_LIMIT,
       timeoutMs: s.WARDEN_GUARDRAIL_TIMEOUT_MS,
       streamWindowChars: s.WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS,
+      cacheEntries: s.WARDEN_GUARDRAIL_CACHE_ENTRIES,
     },
     usageLeaseTtlMs: s.WARDEN_USAGE_LEASE_TTL_MS,
     databaseDeadlines: {

@@ -285,6 +285,12 @@ export const settingsShape = {
     { min: 0 },
   ),
   WARDEN_GUARDRAIL_TIMEOUT_MS: intSetting("WARDEN_GUARDRAIL_TIMEOUT_MS", "Deadline of one guardrail worker job, queue time included.", defaultGuardrailLimits.timeoutMs, { min: 1 }),
+  WARDEN_GUARDRAIL_CACHE_ENTRIES: intSetting(
+    "WARDEN_GUARDRAIL_CACHE_ENTRIES",
+    "Guardrail verdicts kept per gateway process, one per piece of caller text (system prompt, message, tool result) and guardrail, so that a conversation's earlier turns are not checked again. 0 keeps none.",
+    defaultGuardrailLimits.cacheEntries,
+    { min: 0, max: 10_000_000 },
+  ),
   WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS: intSetting(
     "WARDEN_GUARDRAIL_STREAM_WINDOW_CHARS",
     "Output guardrails on streams: characters of text read past a streamed piece before it is sent. An entity or phrase up to this long that spans pieces is caught; the first token waits for this much more text.",

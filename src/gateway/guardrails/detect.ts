@@ -13,24 +13,33 @@ export type DetectorCheck =
   | { kind: "prompt_injection"; threshold: number | null }
   | { kind: "content_safety"; thresholds: Readonly<Record<string, number>> };
 
-/** The 422 reason when the detector blocks the text, else undefined; throws when it is missing. */
-export function detect(detectors: Partial<Detectors>, check: DetectorCheck, text: string): string | undefined {
+/**
+ * A detector's block: the 422 reason, and for PII the entity types found (a request whose texts
+ * are checked one by one is refused with the types of all of them).
+ */
+export interface DetectorBlock {
+  reason: string;
+  entityTypes?: string[];
+}
+
+/** The block when the detector blocks the text, else undefined; throws when it is missing. */
+export function detect(detectors: Partial<Detectors>, check: DetectorCheck, text: string): DetectorBlock | undefined {
   switch (check.kind) {
     case "pii": {
       const entityTypes = (check.entityTypes.length > 0 ? check.entityTypes : defaultHighRiskPii) as PiiEntityType[];
-      const findings = present(detectors.pii, check.kind).detect(text, { entityTypes });
-      return findings.length > 0 ? piiReason(findings.map((f) => f.entityType)) : undefined;
+      const found = present(detectors.pii, check.kind).detect(text, { entityTypes }).map((f) => f.entityType);
+      return found.length > 0 ? { reason: piiReason(found), entityTypes: [...new Set(found)] } : undefined;
     }
     case "prompt_injection": {
       const detector = present(detectors.injection, check.kind);
       const score = detector.score(text);
-      return score >= (check.threshold ?? detector.threshold) ? promptInjectionReason(score) : undefined;
+      return score >= (check.threshold ?? detector.threshold) ? { reason: promptInjectionReason(score) } : undefined;
     }
     case "content_safety": {
       const detector = present(detectors.content, check.kind);
       const thresholds = { ...detector.thresholds, ...check.thresholds } as Record<ContentCategory, number>;
       const [worst] = detector.flagged(text, thresholds);
-      return worst ? toxicContentReason(worst.category, worst.score, thresholds[worst.category]) : undefined;
+      return worst ? { reason: toxicContentReason(worst.category, worst.score, thresholds[worst.category]) } : undefined;
     }
   }
 }

@@ -12,6 +12,8 @@ export interface GuardrailLimits {
   timeoutMs: number;
   /** Text the output guardrails read past a streamed piece before it goes to the caller (stream-guard.ts). */
   streamWindowChars: number;
+  /** Verdicts on pieces of caller text kept for the next turn of a conversation (verdict-cache.ts). */
+  cacheEntries: number;
 }
 
 /**
@@ -29,4 +31,6 @@ export const defaultGuardrailLimits: GuardrailLimits = {
   timeoutMs: 10_000,
   // A card number in groups of four with a few words of context fits; about 15 tokens of delay.
   streamWindowChars: 64,
+  // About 200 bytes each: some 4 MB at most.
+  cacheEntries: 20_000,
 };

@@ -10,7 +10,8 @@ import {
   toxicContentReason,
 } from "../dataplane/errors.ts";
 import { defaultHighRiskPii } from "./catalog.ts";
-import { detect, type DetectorCheck } from "./detect.ts";
+import { detect, type DetectorBlock, type DetectorCheck } from "./detect.ts";
+import { VerdictCache } from "./verdict-cache.ts";
 import type { DetectorLoader, DetectorName } from "./detectors/loader.ts";
 import type { CheckedOutput, GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
 import type { PiiDetector } from "./detectors/pii.ts";
@@ -18,7 +19,7 @@ import { redactAnswer, redactRequest } from "./redaction.ts";
 import { StreamGuard } from "./stream-guard.ts";
 import { parseAnswer } from "../usage/provider-usage.ts";
 import { PluginRegistry, type PluginVerdict } from "./plugin-registry.ts";
-import { answerBytesText, extractedText, joinCapped } from "./text.ts";
+import { answerBytesText, extractedText, segmentsCapped } from "./text.ts";
 import { WorkerQueueFull, WorkerTimeout, type WorkerPool } from "./worker-pool.ts";
 
 const detectorOf: Record<GuardrailConfig["kind"], DetectorName> = { pii: "pii", prompt_injection: "injection", content_safety: "content" };
@@ -47,6 +48,8 @@ export interface GuardrailStepOptions {
   pool?: WorkerPool;
   /** How much text past a streamed piece the output guardrails read before it goes out (stream-guard.ts). */
   streamWindowChars: number;
+  /** Verdicts on caller texts kept (verdict-cache.ts); 0 keeps none. */
+  cacheEntries: number;
 }
 
 /**
@@ -57,14 +60,47 @@ export interface GuardrailStepOptions {
 export function createGuardrailStep(options: GuardrailStepOptions): GuardrailStep {
   const plugins = options.plugins ?? new PluginRegistry(options.logger);
 
-  /** One guardrail's check of a text, its fail mode applied: throws its block, or says how it went. */
-  async function checkOne(guardrail: GuardrailConfig, stage: GuardrailStage, text: string, truncated: boolean): Promise<"pass" | "error-open" | "truncated-open"> {
-    const reason = await failSafe(guardrail, stage, () => evaluate(guardrail, text));
-    if (reason === failedOpen) return "error-open";
-    if (reason) throw guardrailBlocked(guardrail.kind, stage, reason);
+  const cache = new VerdictCache(options.cacheEntries);
+
+  /**
+   * One guardrail's check of a request's texts, one by one, its fail mode applied: throws its
+   * block, or says how it went. A built-in detector's verdict on a text is kept (`cached`: for
+   * caller text, which comes again with every turn of a conversation); a plug-in reads the texts
+   * joined, in one call. PII reads every text, and its refusal names every type found.
+   */
+  async function check(
+    workspaceId: string,
+    guardrail: GuardrailConfig,
+    stage: GuardrailStage,
+    texts: Texts,
+    cached: boolean,
+  ): Promise<"pass" | "error-open" | "truncated-open"> {
+    const plugin = plugins.for(guardrail) !== undefined;
+    const segments = plugin ? [texts.segments.join("\n")] : texts.segments;
+    let failed = false;
+    const piiTypes: string[] = [];
+    for (const segment of segments) {
+      if (segment === "") continue;
+      const key = cached && !plugin ? cache.keyOf(workspaceId, guardrail, segment) : undefined;
+      let block = key === undefined ? undefined : cache.get(key);
+      if (block === undefined) {
+        const found = await failSafe(guardrail, stage, () => evaluate(guardrail, segment));
+        if (found === failedOpen) {
+          failed = true;
+          continue;
+        }
+        block = found ?? null;
+        if (key !== undefined) cache.set(key, block);
+      }
+      if (!block) continue;
+      if (!block.entityTypes) throw guardrailBlocked(guardrail.kind, stage, block.reason);
+      piiTypes.push(...block.entityTypes);
+    }
+    if (piiTypes.length > 0) throw guardrailBlocked(guardrail.kind, stage, piiReason(piiTypes));
+    if (failed) return "error-open";
     // What lies past the cap was not read: a gap in the check, as a detector error is.
-    if (truncated && guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
-    return truncated ? "truncated-open" : "pass";
+    if (texts.truncated && guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
+    return texts.truncated ? "truncated-open" : "pass";
   }
 
   /** `work`, with a detector's failure decided by the guardrail's fail mode: blocked, or {@link failedOpen}. */
@@ -80,26 +116,30 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     }
   }
 
-  /** Every guardrail of the stage on the text, in order; `done` gives the verdict of one that has already run. */
+  /** Every guardrail of the stage on the texts, in order; `done` gives the verdict of one that has already run. */
   async function run(
-    guardrails: readonly GuardrailConfig[],
+    request: GuardrailRequest,
     stage: GuardrailStage,
-    texts: () => { text: string; truncated: boolean },
+    texts: () => Texts,
     done?: (guardrail: GuardrailConfig) => string | undefined,
   ): Promise<string | undefined> {
+    const guardrails = stageOf(request, stage);
     if (guardrails.length === 0) return undefined;
-    const { text, truncated } = texts();
+    const read = texts();
     const verdicts: string[] = [];
     for (const guardrail of guardrails) {
-      const verdict = done?.(guardrail) ?? (await checkOne(guardrail, stage, text, truncated));
+      const verdict = done?.(guardrail) ?? (await check(request.key.workspaceId, guardrail, stage, read, read.cacheable === true));
       verdicts.push(`${guardrail.kind}:${verdict}`);
     }
     return verdicts.join(",");
   }
 
-  async function evaluate(guardrail: GuardrailConfig, text: string): Promise<string | undefined> {
+  async function evaluate(guardrail: GuardrailConfig, text: string): Promise<DetectorBlock | undefined> {
     const plugin = plugins.for(guardrail);
-    if (plugin) return reasonFromPlugin(guardrail, await plugin.classify(text));
+    if (plugin) {
+      const reason = reasonFromPlugin(guardrail, await plugin.classify(text));
+      return reason === undefined ? undefined : { reason };
+    }
     if (options.loader.stateOf(detectorOf[guardrail.kind]) === "loading") throw guardrailLoading(guardrail.kind);
     const check = checkOf(guardrail);
     if (!options.pool || text.length <= INLINE_TEXT_CHARS) return detect(options.loader, check, text);
@@ -114,7 +154,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     return detector;
   }
 
-  const capped = (parts: string[]) => joinCapped(parts, options.maxTextBytes);
+  const capped = (parts: string[]) => segmentsCapped(parts, options.maxTextBytes);
   return {
     async redactInput(request) {
       const guardrail = redactingOf(stageOf(request, "input"));
@@ -133,13 +173,14 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     },
     checkInput: (request) =>
       run(
-        stageOf(request, "input"),
+        request,
         "input",
         () => {
-          // A large body was read by a worker, which cut its text to the same cap.
+          // A large body was read by a worker, which joined its texts and cut them to the same cap.
           const extracted = extractedText(request.body);
-          if (extracted) return extracted.capped;
-          return capped(request.spec.inputText(request.body));
+          if (extracted) return { segments: [extracted.capped.text], truncated: extracted.capped.truncated };
+          // Caller texts come again, with every turn of a conversation: their verdicts are kept.
+          return { ...capped(request.spec.inputText(request.body)), cacheable: true };
         },
         (guardrail) => (guardrail.redact ? (request.redaction ?? "pass") : undefined),
       ),
@@ -158,7 +199,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
         }
         redaction = counts === failedOpen ? "error-open" : counts ? "redacted" : "pass";
       }
-      const verdict = await run(guardrails, "output", () => capped(answerBytesText(request.spec, body)), (g) => (g === guardrail ? redaction : undefined));
+      const verdict = await run(request, "output", () => capped(answerBytesText(request.spec, body)), (g) => (g === guardrail ? redaction : undefined));
       return { verdict, redacted };
     },
     streamGuard(request) {
@@ -169,12 +210,20 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
         windowChars: options.streamWindowChars,
         pii,
         check: async (guardrail, text) => {
-          const verdict = await checkOne(guardrail, "output", text, false);
+          const verdict = await check(request.key.workspaceId, guardrail, "output", { segments: [text], truncated: false }, false);
           return verdict === "pass" ? "pass" : "error-open";
         },
       });
     },
   };
+}
+
+/** The texts a guardrail reads, one by one, and whether the cap left some unread. */
+interface Texts {
+  segments: readonly string[];
+  truncated: boolean;
+  /** Whether verdicts on them are kept (verdict-cache.ts). */
+  cacheable?: boolean;
 }
 
 /** A detector failed, and the guardrail lets the content through. */

@@ -56,6 +56,35 @@ export function joinCapped(parts: readonly string[], maxBytes: number): { text: 
   return { text: prefix.slice(0, end), truncated: end < units };
 }
 
+/**
+ * The parts, each whole, as far as `maxBytes` bytes of UTF-8 in all; the part the cap falls in is
+ * cut on a character boundary, and the parts after it are left out (`truncated`).
+ */
+export function segmentsCapped(parts: readonly string[], maxBytes: number): { segments: string[]; truncated: boolean } {
+  let units = 0;
+  for (const part of parts) units += part.length;
+  // A UTF-16 code unit is at most three bytes of UTF-8.
+  if (units * 3 <= maxBytes) return { segments: [...parts], truncated: false };
+  const segments: string[] = [];
+  let left = maxBytes;
+  for (const part of parts) {
+    const bytes = Buffer.byteLength(part);
+    if (bytes <= left) {
+      segments.push(part);
+      left -= bytes;
+      continue;
+    }
+    const { read } = new TextEncoder().encodeInto(part, new Uint8Array(left));
+    let end = read;
+    // A high surrogate whose low half was cut off is not a character.
+    const last = part.charCodeAt(end - 1);
+    if (end > 0 && last >= 0xd800 && last <= 0xdbff) end -= 1;
+    if (end > 0) segments.push(part.slice(0, end));
+    return { segments, truncated: true };
+  }
+  return { segments, truncated: false };
+}
+
 // --- Bodies parsed off the event loop -----------------------------------------------------------
 
 /**

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { detect, type DetectorCheck } from "./detect.ts";
+import { detect, type DetectorBlock, type DetectorCheck } from "./detect.ts";
 import { createContentDetector, parseContentLexicon } from "./detectors/content-safety.ts";
 import { createInjectionDetector, parseInjectionWeights } from "./detectors/injection.ts";
 import type { DetectorData } from "./detectors/loader.ts";
@@ -30,7 +30,7 @@ export type WorkerJob =
   | { kind: "redact"; raw: Uint8Array; endpoint: EndpointName; entityTypes: readonly string[] };
 
 export interface JobResults {
-  check: string | null;
+  check: DetectorBlock | null;
   parse: { summary: BodySummary | null; raw: Uint8Array };
   rewrite: Uint8Array;
   translate: { ok: true; raw: Uint8Array; streamUsage: boolean } | { ok: false; status: number; message: string };

@@ -1,0 +1,147 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import type { GatewayKey, GuardrailConfig, WorkspaceConfig } from "../src/gateway/config/types.ts";
+import { bundledPriceBook } from "../src/gateway/cost/price-book.ts";
+import { GatewayError } from "../src/gateway/dataplane/errors.ts";
+import { endpointSpecs } from "../src/gateway/endpoints/specs.ts";
+import { DetectorLoader } from "../src/gateway/guardrails/detectors/loader.ts";
+import { createGuardrailStep } from "../src/gateway/guardrails/guardrails.ts";
+import { createLogger } from "../src/platform/logger.ts";
+
+/**
+ * Caller texts are checked one by one, and a built-in detector's verdict on each is kept: the
+ * next turn of a conversation reads only what is new. Counted by wrapping the real detectors.
+ */
+
+let loader: DetectorLoader;
+const reads: string[] = [];
+
+beforeAll(async () => {
+  loader = new DetectorLoader();
+  await loader.ready;
+});
+
+/** The loader, with every detector call recorded (kind and text) before it runs. */
+function countingLoader(): DetectorLoader {
+  const detectors = { pii: loader.pii!, injection: loader.injection!, content: loader.content! };
+  return {
+    stateOf: () => "ready",
+    get pii() {
+      return { detect: (text: string, options?: Parameters<typeof detectors.pii.detect>[1]) => (reads.push(`pii ${text}`), detectors.pii.detect(text, options)) };
+    },
+    get injection() {
+      return { ...detectors.injection, threshold: detectors.injection.threshold, score: (text: string) => (reads.push(`injection ${text}`), detectors.injection.score(text)) };
+    },
+    get content() {
+      return {
+        thresholds: detectors.content.thresholds,
+        score: detectors.content.score,
+        flagged: (text: string, thresholds?: Parameters<typeof detectors.content.flagged>[1]) => (reads.push(`content ${text}`), detectors.content.flagged(text, thresholds)),
+      };
+    },
+  } as unknown as DetectorLoader;
+}
+
+function guardrail(kind: GuardrailConfig["kind"], overrides: Partial<GuardrailConfig> = {}): GuardrailConfig {
+  return {
+    id: kind,
+    kind,
+    stage: "input",
+    piiEntityTypes: [],
+    injectionThreshold: null,
+    contentThresholds: {},
+    failClosed: false,
+    redact: false,
+    modelPath: null,
+    tokenizerPath: null,
+    classifierUrl: null,
+    classifierTimeoutMs: null,
+    ...overrides,
+  };
+}
+
+function workspace(id: string, guardrails: GuardrailConfig[]): { key: GatewayKey; config: WorkspaceConfig } {
+  return {
+    key: { id: `key-${id}`, workspaceId: id, name: null, userId: null, groupIds: [], disabled: false, allowedModels: null },
+    config: {
+      workspaceId: id,
+      providersByName: new Map(),
+      routingRules: [],
+      blockedModels: [],
+      userAllowLists: new Map(),
+      groupAllowLists: new Map(),
+      guardrails,
+      usageLimits: [],
+      prices: bundledPriceBook,
+    },
+  };
+}
+
+const step = (cacheEntries = 1000) =>
+  createGuardrailStep({ loader: countingLoader(), logger: createLogger("silent"), maxTextBytes: 1024 * 1024, streamWindowChars: 64, cacheEntries });
+
+const all = [guardrail("pii"), guardrail("prompt_injection"), guardrail("content_safety")];
+const turn1 = { model: "m", max_tokens: 16, system: "You answer questions about gardens.", messages: [{ role: "user", content: "When do roses bloom?" }] };
+const turn2 = {
+  ...turn1,
+  messages: [...turn1.messages, { role: "assistant", content: "In early summer." }, { role: "user", content: "And tulips?" }],
+};
+
+describe("verdicts kept per piece of caller text", () => {
+  it("the second turn reads only its two new messages, with each guardrail", async () => {
+    const guardrails = step();
+    const a = workspace("a", all);
+    reads.length = 0;
+    expect(await guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body: turn1 })).toBe("pii:pass,prompt_injection:pass,content_safety:pass");
+    expect(reads).toEqual([
+      "pii You answer questions about gardens.",
+      "pii When do roses bloom?",
+      "injection You answer questions about gardens.",
+      "injection When do roses bloom?",
+      "content You answer questions about gardens.",
+      "content When do roses bloom?",
+    ]);
+    reads.length = 0;
+    expect(await guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body: turn2 })).toBe("pii:pass,prompt_injection:pass,content_safety:pass");
+    expect(reads).toEqual(["pii In early summer.", "pii And tulips?", "injection In early summer.", "injection And tulips?", "content In early summer.", "content And tulips?"]);
+  });
+
+  it("another workspace, other settings, or a cache of 0 read everything again", async () => {
+    const guardrails = step();
+    await guardrails.checkInput({ ...workspace("a", all), spec: endpointSpecs.messages, body: turn1 });
+    reads.length = 0;
+    await guardrails.checkInput({ ...workspace("b", all), spec: endpointSpecs.messages, body: turn1 });
+    expect(reads).toHaveLength(6);
+    reads.length = 0;
+    await guardrails.checkInput({ ...workspace("a", [guardrail("prompt_injection", { injectionThreshold: 0.7 })]), spec: endpointSpecs.messages, body: turn1 });
+    expect(reads).toEqual(["injection You answer questions about gardens.", "injection When do roses bloom?"]);
+
+    const uncached = step(0);
+    await uncached.checkInput({ ...workspace("a", all), spec: endpointSpecs.messages, body: turn1 });
+    reads.length = 0;
+    await uncached.checkInput({ ...workspace("a", all), spec: endpointSpecs.messages, body: turn1 });
+    expect(reads).toHaveLength(6);
+  });
+
+  it("a kept block still blocks, and PII names the types of every message", async () => {
+    const guardrails = step();
+    const a = workspace("a", [guardrail("pii")]);
+    const body = {
+      model: "m",
+      max_tokens: 16,
+      messages: [
+        { role: "user", content: "My SSN is 536-22-8471." },
+        { role: "user", content: "Charge card 4111 1111 1111 1111." },
+      ],
+    };
+    for (let i = 0; i < 2; i++) {
+      reads.length = 0;
+      const refused = await guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toBeInstanceOf(GatewayError);
+      expect((refused as GatewayError).message).toBe("Detected high-risk PII entities: CREDIT_CARD, US_SSN");
+      expect(reads).toHaveLength(i === 0 ? 2 : 0);
+    }
+  });
+});
