@@ -7,9 +7,11 @@
  * - output guardrails: the three on a ~1 KB answer, non-streamed;
  * - streamed-output guardrails: the three on the same answer streamed in deltas of 4 characters
  *   (about 256 events, as a model's tokens come), held back by the default window (64);
- * each against the same request with no guardrail on. Requests one at a time (c=1), through one
- * gateway process, in rounds that alternate the guardrails' state (off, input on, output on; the
- * order rotates). The six guardrails are created disabled and switched through PATCH; after each
+ * - input guardrails on a conversation of 20 messages (about 8 KB) whose last message is new on
+ *   every call, as a chat's next turn is: with the verdicts on earlier messages kept (the
+ *   default), and through a second gateway process that keeps none (WARDEN_GUARDRAIL_CACHE_ENTRIES=0);
+ * each against the same request with no guardrail on. Requests one at a time (c=1), in rounds that
+ * alternate the guardrails' state (off, input on, output on; the order rotates). The six guardrails are created disabled and switched through PATCH; after each
  * switch, probes show that the gateway has the change before anything is timed. Nothing measured is
  * blocked or redacted: the bench checks every answer's length.
  *
@@ -34,8 +36,23 @@ interface Case {
   state: State;
   /** The case with the guardrails off that this one is read against. */
   baseline?: string;
-  body: Buffer;
+  /** The body of the i-th call. */
+  body: (i: number) => Buffer;
   answerBytes: number;
+  via: Via;
+}
+
+interface Via {
+  target: Target;
+  pool: Pool;
+  pid: number;
+}
+
+/** 20 messages of about 400 bytes, user and assistant in turn; the last, the user's, new on every call. */
+function conversation(i: number): Buffer {
+  const input = Array.from({ length: 19 }, (_, turn) => ({ role: turn % 2 === 0 ? "user" : "assistant", content: prose(400, 1000 + turn) }));
+  input.push({ role: "user", content: `${prose(380, 2000)} (question ${i})` });
+  return Buffer.from(JSON.stringify({ model: proseModel, input, max_output_tokens: 32 }));
 }
 
 interface Cell {
@@ -63,23 +80,34 @@ export async function runGuardrailStagesBench(options: GatewayBenchOptions): Pro
       }
     }
     const gateway = await h.startGateway("gateway");
-    const target: Target = { name: "gateway", origin: gateway.url, headers: { "content-type": "application/json", authorization: `Bearer ${key.secret}` } };
-    const pool = new Pool(gateway.url, { connections: 1 });
-    h.defer(() => pool.destroy());
+    const uncached = await h.startGateway("gateway-uncached", { WARDEN_GUARDRAIL_CACHE_ENTRIES: "0" });
+    const via = (name: string, process: { url: string; child: { pid: number } }): Via => {
+      const pool = new Pool(process.url, { connections: 1 });
+      h.defer(() => pool.destroy());
+      return { target: { name, origin: process.url, headers: { "content-type": "application/json", authorization: `Bearer ${key.secret}` } }, pool, pid: process.child.pid };
+    };
+    const main = via("gateway", gateway);
+    const other = via("gateway, no verdicts kept", uncached);
 
     const prompt = prose(1024);
     const plain = completeAnswer(proseModel).length;
     const streamed = byteLength(streamAnswer(proseModel));
+    const fixed = (body: Buffer) => () => body;
     const cases: Case[] = [
-      { name: "none", state: "off", body: requestBody(proseModel, false, prompt), answerBytes: plain },
-      { name: "input guardrails", state: "input", baseline: "none", body: requestBody(proseModel, false, prompt), answerBytes: plain },
-      { name: "output guardrails", state: "output", baseline: "none", body: requestBody(proseModel, false, prompt), answerBytes: plain },
-      { name: "none, streamed", state: "off", body: requestBody(proseModel, true, prompt), answerBytes: streamed },
-      { name: "output guardrails, streamed", state: "output", baseline: "none, streamed", body: requestBody(proseModel, true, prompt), answerBytes: streamed },
+      { name: "none", state: "off", body: fixed(requestBody(proseModel, false, prompt)), answerBytes: plain, via: main },
+      { name: "input guardrails", state: "input", baseline: "none", body: fixed(requestBody(proseModel, false, prompt)), answerBytes: plain, via: main },
+      { name: "output guardrails", state: "output", baseline: "none", body: fixed(requestBody(proseModel, false, prompt)), answerBytes: plain, via: main },
+      { name: "none, streamed", state: "off", body: fixed(requestBody(proseModel, true, prompt)), answerBytes: streamed, via: main },
+      { name: "output guardrails, streamed", state: "output", baseline: "none, streamed", body: fixed(requestBody(proseModel, true, prompt)), answerBytes: streamed, via: main },
+      { name: "none, 20 turns", state: "off", body: conversation, answerBytes: plain, via: main },
+      { name: "input guardrails, 20 turns, verdicts kept", state: "input", baseline: "none, 20 turns", body: conversation, answerBytes: plain, via: main },
+      { name: "input guardrails, 20 turns, none kept", state: "input", baseline: "none, 20 turns", body: conversation, answerBytes: plain, via: other },
     ];
 
-    await guarded(waitUntilServed("gateway", () => callOnce(pool, target, cases[0]!.body, plain)));
-    await guarded(waitUntilReady("gateway", gateway.url));
+    for (const [name, v, origin] of [["gateway", main, gateway.url], ["gateway, no verdicts kept", other, uncached.url]] as const) {
+      await guarded(waitUntilServed(name, () => callOnce(v.pool, v.target, cases[0]!.body(0), plain)));
+      await guarded(waitUntilReady(name, origin));
+    }
 
     // A state is on once an input probe (a card in the prompt) and an output probe (a card in the
     // answer) are each answered as it says.
@@ -93,7 +121,7 @@ export async function runGuardrailStagesBench(options: GatewayBenchOptions): Pro
       const deadline = performance.now() + plan.switchDeadlineMs;
       for (const [probe, blockedIn] of [[inputProbe, "input"], [outputProbe, "output"]] as const) {
         const wanted = next === blockedIn ? 422 : 200;
-        while ((await guarded(statusOf(pool, target, probe))) !== wanted) {
+        for (const v of [main, other]) while ((await guarded(statusOf(v.pool, v.target, probe))) !== wanted) {
           if (performance.now() > deadline) throw new Error(`the gateway did not switch its guardrails to "${next}" within ${plan.switchDeadlineMs} ms`);
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
@@ -108,7 +136,10 @@ export async function runGuardrailStagesBench(options: GatewayBenchOptions): Pro
     await h.phase("warm-up", async () => {
       for (const s of states) {
         await switchTo(s);
-        for (const c of cases.filter((x) => x.state === s)) await closedLoop(plan.warmup, 1, () => callOnce(pool, target, c.body, c.answerBytes));
+        for (const c of cases.filter((x) => x.state === s)) {
+          let i = 0;
+          await closedLoop(plan.warmup, 1, () => callOnce(c.via.pool, c.via.target, c.body(i++), c.answerBytes));
+        }
       }
     });
     log(`gateway guardrail stages: ${plan.calls} calls per case at c=1, ${plan.rounds} rounds`);
@@ -118,9 +149,12 @@ export async function runGuardrailStagesBench(options: GatewayBenchOptions): Pro
           if (s !== state) await switchTo(s);
           for (const c of rotation(cases.filter((x) => x.state === s), round)) {
             const cell = cells.get(c.name)!;
-            const before = cpuSecondsOf(gateway.child.pid);
-            await guarded(closedLoop(shares(plan.calls, plan.rounds)[round]!, 1, timed(() => callOnce(pool, target, c.body, c.answerBytes), cell.samples)));
-            cell.cpuSeconds += cpuSecondsOf(gateway.child.pid) - before;
+            const before = cpuSecondsOf(c.via.pid);
+            // Bodies are made before the clock starts: the 20-turn one takes a while to write.
+            const bodies = Array.from({ length: shares(plan.calls, plan.rounds)[round]! }, (_, k) => c.body(plan.warmup + round * plan.calls + k));
+            let next = 0;
+            await guarded(closedLoop(bodies.length, 1, timed(() => callOnce(c.via.pool, c.via.target, bodies[next++]!, c.answerBytes), cell.samples)));
+            cell.cpuSeconds += cpuSecondsOf(c.via.pid) - before;
           }
         }
       }
@@ -141,7 +175,7 @@ export async function runGuardrailStagesBench(options: GatewayBenchOptions): Pro
       "",
       `Date: ${date.toISOString()}; machine: ${describeMachine()}; source: ${sourceRevision()}; ${minutes} min; ` +
         `gateway pinned: ${cores ? `core ${cores.middle} (load generator and provider on core ${cores.generator})` : "no"}.`,
-      `Prompt: ${Buffer.byteLength(prompt)} B of prose; answer: ${prose(1024).length} characters, streamed in ${streamAnswer(proseModel).length} events. Other load: ` +
+      `Prompt: ${Buffer.byteLength(prompt)} B of prose (20 turns: ${conversation(0).length} B of body); answer: ${prose(1024).length} characters, streamed in ${streamAnswer(proseModel).length} events. Other load: ` +
         h.load.map((l) => `${l.phase} ${l.otherCores.toFixed(2)} cores`).join(", ") + ".",
       "",
       "| case (c=1) | calls | p50 ms | p99 ms | added p50 ms | gateway CPU µs per call | added CPU µs |",
