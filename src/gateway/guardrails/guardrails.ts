@@ -20,7 +20,7 @@ import { StreamGuard } from "./stream-guard.ts";
 import { parseAnswer } from "../usage/provider-usage.ts";
 import { PluginRegistry, type PluginVerdict } from "./plugin-registry.ts";
 import { answerBytesText, extractedText, segmentsCapped } from "./text.ts";
-import { WorkerQueueFull, WorkerTimeout, type WorkerPool } from "./worker-pool.ts";
+import { WorkerQueueFull, type WorkerPool } from "./worker-pool.ts";
 
 const detectorOf: Record<GuardrailConfig["kind"], DetectorName> = { pii: "pii", prompt_injection: "injection", content_safety: "content" };
 
@@ -64,24 +64,18 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
 
   /**
    * One guardrail's check of a request's texts, one by one, its fail mode applied: throws its
-   * block, or says how it went. A built-in detector's verdict on a text is kept (`cached`: for
-   * caller text, which comes again with every turn of a conversation); a plug-in reads the texts
-   * joined, in one call. PII reads every text, and its refusal names every type found.
+   * block, or says how it went. A built-in detector's verdict on a cacheable text is kept; a
+   * plug-in reads the texts joined, in one call. PII reads every text, and its refusal names
+   * every type found.
    */
-  async function check(
-    workspaceId: string,
-    guardrail: GuardrailConfig,
-    stage: GuardrailStage,
-    texts: Texts,
-    cached: boolean,
-  ): Promise<"pass" | "error-open" | "truncated-open"> {
+  async function check(workspaceId: string, guardrail: GuardrailConfig, stage: GuardrailStage, texts: Texts): Promise<"pass" | "error-open" | "truncated-open"> {
     const plugin = plugins.for(guardrail) !== undefined;
     const segments = plugin ? [texts.segments.join("\n")] : texts.segments;
     let failed = false;
     const piiTypes: string[] = [];
     for (const segment of segments) {
       if (segment === "") continue;
-      const key = cached && !plugin ? cache.keyOf(workspaceId, guardrail, segment) : undefined;
+      const key = texts.cacheable && !plugin ? cache.keyOf(workspaceId, guardrail, segment) : undefined;
       let block = key === undefined ? undefined : cache.get(key);
       if (block === undefined) {
         const found = await failSafe(guardrail, stage, () => evaluate(guardrail, segment));
@@ -109,7 +103,8 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
       return await work();
     } catch (err) {
       if (err instanceof GatewayError) throw err;
-      if (err instanceof WorkerQueueFull || err instanceof WorkerTimeout) throw gatewayAtCapacity();
+      // A full queue is the gateway's capacity; a job past its deadline is the detector's failure.
+      if (err instanceof WorkerQueueFull) throw gatewayAtCapacity();
       options.logger.warn({ err, guardrail: guardrail.id, kind: guardrail.kind }, "guardrail detector failed");
       if (guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
       return failedOpen;
@@ -128,7 +123,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     const read = texts();
     const verdicts: string[] = [];
     for (const guardrail of guardrails) {
-      const verdict = done?.(guardrail) ?? (await check(request.key.workspaceId, guardrail, stage, read, read.cacheable === true));
+      const verdict = done?.(guardrail) ?? (await check(request.key.workspaceId, guardrail, stage, read));
       verdicts.push(`${guardrail.kind}:${verdict}`);
     }
     return verdicts.join(",");
@@ -162,7 +157,13 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
       const redacted = await failSafe(guardrail, "input", async () => {
         // A body a worker parsed is whole only in its raw bytes: the worker redacts those.
         if (options.pool && extractedText(request.body)) {
-          const { raw, counts } = await options.pool.run({ kind: "redact", raw: request.raw, endpoint: request.spec.name, entityTypes: guardrail.piiEntityTypes }, movable(request.raw));
+          const job = { kind: "redact", raw: request.raw, endpoint: request.spec.name, entityTypes: guardrail.piiEntityTypes } as const;
+          const { raw, counts } = await options.pool.run(job, movable(request.raw)).catch((err: unknown) => {
+            // The body went to the worker without a copy: if it did not come back, the call
+            // cannot go on, whatever the fail mode (503, retry).
+            if (request.raw.length === 0) throw gatewayAtCapacity();
+            throw err;
+          });
           return { raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), counts: counts ?? undefined };
         }
         const counts = redactRequest(pii(), request.spec, request.body, guardrail.piiEntityTypes);
@@ -210,7 +211,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
         windowChars: options.streamWindowChars,
         pii,
         check: async (guardrail, text) => {
-          const verdict = await check(request.key.workspaceId, guardrail, "output", { segments: [text], truncated: false }, false);
+          const verdict = await check(request.key.workspaceId, guardrail, "output", { segments: [text], truncated: false });
           return verdict === "pass" ? "pass" : "error-open";
         },
       });
