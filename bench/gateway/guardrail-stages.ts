@@ -3,7 +3,7 @@
  * (`BENCH_ONLY=gateway-guardrail-stages`; docs/performance.md, "Guardrails by stage"):
  *
  * - input guardrails: the three (PII, prompt injection, content safety) on the caller's ~1 KB of
- *   prose, non-streamed;
+ *   prose, new on every call (a number at its end), non-streamed;
  * - output guardrails: the three on a ~1 KB answer, non-streamed;
  * - streamed-output guardrails: the three on the same answer streamed in deltas of 4 characters
  *   (about 256 events, as a model's tokens come), held back by the default window (64);
@@ -94,8 +94,9 @@ export async function runGuardrailStagesBench(options: GatewayBenchOptions): Pro
     const streamed = byteLength(streamAnswer(proseModel));
     const fixed = (body: Buffer) => () => body;
     const cases: Case[] = [
-      { name: "none", state: "off", body: fixed(requestBody(proseModel, false, prompt)), answerBytes: plain, via: main },
-      { name: "input guardrails", state: "input", baseline: "none", body: fixed(requestBody(proseModel, false, prompt)), answerBytes: plain, via: main },
+      // A prompt new on every call, as a chat's first turn is: no verdict is kept for it.
+      { name: "none", state: "off", body: (i) => requestBody(proseModel, false, `${prompt} (question ${i})`), answerBytes: plain, via: main },
+      { name: "input guardrails", state: "input", baseline: "none", body: (i) => requestBody(proseModel, false, `${prompt} (question ${i})`), answerBytes: plain, via: main },
       { name: "output guardrails", state: "output", baseline: "none", body: fixed(requestBody(proseModel, false, prompt)), answerBytes: plain, via: main },
       { name: "none, streamed", state: "off", body: fixed(requestBody(proseModel, true, prompt)), answerBytes: streamed, via: main },
       { name: "output guardrails, streamed", state: "output", baseline: "none, streamed", body: fixed(requestBody(proseModel, true, prompt)), answerBytes: streamed, via: main },
