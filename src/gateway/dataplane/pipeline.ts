@@ -150,7 +150,7 @@ interface Trace {
 /**
  * The data plane. Checks run in the spec's order, and the first failure answers:
  * key → in-flight cap → (body) → model access → usage limits → input guardrails → routing and the
- * provider call → output guardrails (not for streams). Nothing here touches the database but the
+ * provider call → output guardrails (on streams, as the events pass). Nothing here touches the database but the
  * watcher's timed look-up of a key it does not know.
  */
 export function createGatewayHandler(deps: PipelineDeps) {
