@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { GatewayKey, GuardrailConfig, WorkspaceConfig } from "../src/gateway/config/types.ts";
+import { guardrailConfig as guardrail } from "./support/guardrail-config.ts";
 import { bundledPriceBook } from "../src/gateway/cost/price-book.ts";
 import { GatewayError } from "../src/gateway/dataplane/errors.ts";
 import { endpointSpecs } from "../src/gateway/endpoints/specs.ts";
@@ -39,24 +40,6 @@ function countingLoader(): DetectorLoader {
       };
     },
   } as unknown as DetectorLoader;
-}
-
-function guardrail(kind: GuardrailConfig["kind"], overrides: Partial<GuardrailConfig> = {}): GuardrailConfig {
-  return {
-    id: kind,
-    kind,
-    stage: "input",
-    piiEntityTypes: [],
-    injectionThreshold: null,
-    contentThresholds: {},
-    failClosed: false,
-    redact: false,
-    modelPath: null,
-    tokenizerPath: null,
-    classifierUrl: null,
-    classifierTimeoutMs: null,
-    ...overrides,
-  };
 }
 
 function workspace(id: string, guardrails: GuardrailConfig[]): { key: GatewayKey; config: WorkspaceConfig } {

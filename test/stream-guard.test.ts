@@ -1,37 +1,19 @@
 import { describe, expect, it } from "vitest";
-import type { GuardrailConfig } from "../src/gateway/config/types.ts";
 import { GatewayError } from "../src/gateway/dataplane/errors.ts";
 import { guardedStream } from "../src/gateway/dataplane/guarded-stream.ts";
 import { canonicalStreamText } from "../src/gateway/formats/stream-text.ts";
 import type { StreamEvent } from "../src/gateway/formats/canonical.ts";
 import { createPiiDetector } from "../src/gateway/guardrails/detectors/pii.ts";
 import { StreamGuard } from "../src/gateway/guardrails/stream-guard.ts";
+import { guardrailConfig } from "./support/guardrail-config.ts";
 
 const pii = createPiiDetector();
-
-function guardrail(overrides: Partial<GuardrailConfig>): GuardrailConfig {
-  return {
-    id: "g",
-    kind: "pii",
-    stage: "output",
-    piiEntityTypes: [],
-    injectionThreshold: null,
-    contentThresholds: {},
-    failClosed: false,
-    redact: false,
-    modelPath: null,
-    tokenizerPath: null,
-    classifierUrl: null,
-    classifierTimeoutMs: null,
-    ...overrides,
-  };
-}
 
 /** A guard with a PII guardrail (redacting or not) and a stand-in for any other guardrail that records what it read. */
 function guardOf(options: { redact?: boolean; types?: string[]; window?: number; blockWord?: string } = {}) {
   const read: string[] = [];
   const guard = new StreamGuard({
-    guardrails: [guardrail({ redact: options.redact ?? false, piiEntityTypes: options.types ?? [] }), guardrail({ id: "c", kind: "content_safety" })],
+    guardrails: [guardrailConfig("pii", { stage: "output", redact: options.redact ?? false, piiEntityTypes: options.types ?? [] }), guardrailConfig("content_safety", { stage: "output" })],
     windowChars: options.window ?? 16,
     pii: () => pii,
     check: async (_guardrail, text) => {
