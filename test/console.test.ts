@@ -51,7 +51,7 @@ async function signIn(page: Page, key: string): Promise<void> {
 async function open(page: Page, path: string, heading: string | RegExp): Promise<void> {
   await page.goto(`${origin}/app${path}`);
   await page.getByRole("heading", { level: 1, name: heading }).waitFor();
-  await page.waitForFunction(() => !document.querySelector('[role="status"]'));
+  await expect.poll(() => page.locator('[role="status"]').count()).toBe(0);
 }
 
 beforeAll(async () => {
@@ -131,14 +131,13 @@ describe("the console, signed in with the admin key", () => {
     await rows.getByLabel("Operator").selectOption(">");
     await rows.getByLabel("Value").fill("1300");
     await rows.getByRole("button", { name: "Filter" }).click();
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid="window-rows"] tbody tr').length === 1);
+    await expect.poll(() => rows.locator("tbody tr").count()).toBe(1);
     expect(await rows.locator("tbody th code").allTextContents()).toEqual(["w4-r2"]);
     // And by text.
     await rows.getByLabel("Column").fill("");
     await rows.getByLabel("Text contains").fill("long answer");
     await rows.getByRole("button", { name: "Filter" }).click();
-    await page.waitForFunction(() => document.querySelector('[data-testid="window-rows"] tbody th code')?.textContent === "w4-r2");
-    expect(await rows.locator("tbody tr").count()).toBe(1);
+    await expect.poll(() => rows.locator("tbody th code").allTextContents()).toEqual(["w4-r2"]);
   }, 30_000);
 
   it("reaches a window's rows by keyboard from the window table", async () => {
@@ -170,13 +169,13 @@ describe("the console, signed in with the admin key", () => {
     await screenshot(page, "request-log");
     await page.getByLabel("Model").fill("claude-x");
     await page.getByRole("button", { name: "Apply" }).click();
-    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="request-log"] tbody tr').length === n, seed.requestsByModel["claude-x"]);
+    await expect.poll(() => log.locator("tbody tr").count()).toBe(seed.requestsByModel["claude-x"]);
     expect(new Set(await log.locator("tbody tr td:nth-child(4)").allTextContents())).toEqual(new Set(["claude-x"]));
     expect(page.url()).toContain("model=claude-x");
     await page.getByLabel("HTTP status").fill("502");
     await page.getByLabel("Model").fill("");
     await page.getByRole("button", { name: "Apply" }).click();
-    await page.waitForFunction(() => document.querySelectorAll('[data-testid="request-log"] tbody tr').length === 1);
+    await expect.poll(() => log.locator("tbody tr").count()).toBe(1);
     await screenshot(page, "request-log-filtered");
   }, 30_000);
 

@@ -25,48 +25,56 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
+/*
+ * The two checks below run in the page. They are JavaScript source, not functions, because the
+ * project's type check has no DOM types (they would clash with Node's): what runs in the browser
+ * stays plain and small here.
+ */
+
 /**
  * Controls without a name a screen reader could say: inputs and selects with no label, buttons
- * and links with no text. Each is described by its tag and what it shows.
+ * and links with no text. Each is described by the start of its HTML.
  */
-export function unnamedControls(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const missing: string[] = [];
-    for (const element of document.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>("input, select, textarea")) {
-      if (element.type === "hidden") continue;
-      if ((element.labels?.length ?? 0) === 0 && !element.getAttribute("aria-label") && !element.getAttribute("aria-labelledby")) missing.push(element.outerHTML.slice(0, 120));
-    }
-    for (const element of document.querySelectorAll<HTMLElement>("button, a[href]")) {
-      if ((element.textContent ?? "").trim() === "" && !element.getAttribute("aria-label")) missing.push(element.outerHTML.slice(0, 120));
-    }
-    return missing;
-  });
-}
+const UNNAMED_CONTROLS = `(() => {
+  const missing = [];
+  for (const element of document.querySelectorAll("input, select, textarea")) {
+    if (element.type === "hidden") continue;
+    if (element.labels.length === 0 && !element.getAttribute("aria-label") && !element.getAttribute("aria-labelledby")) missing.push(element.outerHTML.slice(0, 120));
+  }
+  for (const element of document.querySelectorAll("button, a[href]")) {
+    if (element.textContent.trim() === "" && !element.getAttribute("aria-label")) missing.push(element.outerHTML.slice(0, 120));
+  }
+  return missing;
+})()`;
 
 /**
  * What sticks out past the window's right edge, so that the page would scroll sideways: the
- * outermost such elements (a wide table inside a scrolling box does not count), described by tag and class.
+ * outermost such elements, by tag and class. What a scrolling box clips (a wide table in its
+ * wrapper) does not count, unless it is positioned against something outside the box.
  */
+const SIDEWAYS_OVERFLOW = `(() => {
+  const describe = (element) => element.tagName.toLowerCase() + (typeof element.className === "string" && element.className ? "." + element.className.split(" ").join(".") : "");
+  const clipped = (element) => {
+    const positioned = getComputedStyle(element).position === "absolute";
+    for (let parent = element.parentElement; parent; parent = parent.parentElement) {
+      const style = getComputedStyle(parent);
+      if (["auto", "scroll", "hidden"].includes(style.overflowX) && (!positioned || style.position !== "static")) return true;
+    }
+    return false;
+  };
+  const out = [];
+  for (const element of document.body.querySelectorAll("*")) {
+    if (element.getBoundingClientRect().right <= window.innerWidth + 1 || clipped(element)) continue;
+    if (element.parentElement && out.includes(describe(element.parentElement))) continue;
+    out.push(describe(element));
+  }
+  return out.slice(0, 8);
+})()`;
+
+export function unnamedControls(page: Page): Promise<string[]> {
+  return page.evaluate<string[]>(UNNAMED_CONTROLS);
+}
+
 export function sidewaysOverflow(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const clipped = (element: Element) => {
-      // A scrolling box clips what it contains, unless that is positioned against something outside it.
-      const positioned = getComputedStyle(element).position === "absolute";
-      for (let parent = element.parentElement; parent; parent = parent.parentElement) {
-        const style = getComputedStyle(parent);
-        if (["auto", "scroll", "hidden"].includes(style.overflowX) && (!positioned || style.position !== "static")) return true;
-      }
-      return false;
-    };
-    const out: string[] = [];
-    for (const element of document.body.querySelectorAll("*")) {
-      if (element.getBoundingClientRect().right <= window.innerWidth + 1 || clipped(element)) continue;
-      if (element.parentElement && out.includes(describe(element.parentElement))) continue;
-      out.push(describe(element));
-    }
-    return out.slice(0, 8);
-    function describe(element: Element): string {
-      return `${element.tagName.toLowerCase()}${element.className && typeof element.className === "string" ? "." + element.className.split(" ").join(".") : ""}`;
-    }
-  });
+  return page.evaluate<string[]>(SIDEWAYS_OVERFLOW);
 }

@@ -1,12 +1,11 @@
 import { useId } from "preact/hooks";
-import { formatCompact } from "../format.ts";
 import { linearScale } from "./scale.ts";
 import { useWidth } from "./useWidth.ts";
 
 const HEIGHT = 240;
 /** Room each x-axis label needs, in pixels. */
 const LABEL_ROOM = 64;
-const PAD = { left: 56, right: 12, top: 12, bottom: 32 };
+const PAD = { left: 72, right: 12, top: 12, bottom: 32 };
 
 /** Eight colours that stay apart for the common kinds of colour blindness (Okabe and Ito's). */
 export const SERIES_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#777777"];
@@ -39,7 +38,7 @@ export function StackedBars(props: { title: string; buckets: Date[]; series: Ser
           <g key={tick} class="grid">
             <line x1={PAD.left} x2={WIDTH - PAD.right} y1={y(tick)} y2={y(tick)} />
             <text x={PAD.left - 8} y={y(tick)} dy="0.32em" text-anchor="end">
-              {formatCompact(tick)}
+              {props.format(tick)}
             </text>
           </g>
         ))}

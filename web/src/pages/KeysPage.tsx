@@ -47,9 +47,11 @@ export function KeysPage() {
           <h2 id="new-key-title">New key</h2>
           <TextField label="Name" value={name} onInput={setName} placeholder="e.g. support-bot" />
           <ErrorNotice error={create.error} />
-          <button type="submit" class="primary" disabled={create.busy}>
-            Create key
-          </button>
+          <div class="actions">
+            <button type="submit" class="primary" disabled={create.busy}>
+              Create key
+            </button>
+          </div>
         </form>
       ) : null}
       <ErrorNotice error={keys.error ?? toggle.error} />

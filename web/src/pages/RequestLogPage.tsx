@@ -159,7 +159,7 @@ export function RequestLogPage() {
                   </td>
                   <td class="num">{formatUsd(entry.costUsd)}</td>
                   <td>{entry.guardrailVerdict ?? "—"}</td>
-                  <td class="cell" title={entry.requestId}>
+                  <td class="cell cell-id" title={entry.requestId}>
                     <code>{entry.requestId}</code>
                   </td>
                 </tr>
