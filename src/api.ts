@@ -176,7 +176,8 @@ export async function startApi(
   });
   // Where a person opens the console; localhost when no public URL says better.
   const consoleUrl = `${config.publicUrl ?? `http://localhost:${listener.port}`}${CONSOLE_PATH}/`;
-  logger.info({ port: listener.port, console: consoleUrl }, "management API listening");
+  // The port stays last, right before the message: tools that start Warden read `"port":N,"msg":…`.
+  logger.info({ console: consoleUrl, port: listener.port }, "management API listening");
   return {
     port: listener.port,
     async stop(drainMs = 0) {

@@ -59,7 +59,7 @@ beforeAll(async () => {
   origin = t.baseUrl;
   seed = await seedConsole(t);
   browser = await launchChromium();
-}, 120_000);
+}, 180_000);
 
 afterAll(async () => {
   await browser?.close();
@@ -87,7 +87,7 @@ describe("the console, signed in with the admin key", () => {
     expect(requested.some((url) => url.includes(t.adminKey))).toBe(false);
     await page.getByRole("link", { name: "support-bot" }).waitFor();
     await screenshot(page, "projects");
-  }, 30_000);
+  }, 60_000);
 
   it("shows a project's pipelines and commits, and a commit's test results", async () => {
     await page.getByRole("link", { name: "support-bot" }).click();
@@ -101,7 +101,7 @@ describe("the console, signed in with the admin key", () => {
     expect(await results.getByText("failing").count()).toBe(1);
     expect(await results.getByText("passing").count()).toBe(1);
     await screenshot(page, "commit");
-  }, 30_000);
+  }, 60_000);
 
   it("charts each test's value per window against its threshold, and opens a failing window's rows", async () => {
     // The path links.app gives for the pipeline.
@@ -138,7 +138,7 @@ describe("the console, signed in with the admin key", () => {
     await rows.getByLabel("Text contains").fill("long answer");
     await rows.getByRole("button", { name: "Filter" }).click();
     await expect.poll(() => rows.locator("tbody th code").allTextContents()).toEqual(["w4-r2"]);
-  }, 30_000);
+  }, 60_000);
 
   it("reaches a window's rows by keyboard from the window table", async () => {
     const card = page.getByTestId("test-card").filter({ hasText: "at least three rows an hour" });
@@ -149,7 +149,7 @@ describe("the console, signed in with the admin key", () => {
     await page.keyboard.press("Enter");
     await card.getByTestId("window-rows").locator("tbody tr").first().waitFor();
     expect(await card.getByTestId("window-rows").locator("tbody tr").count()).toBeGreaterThan(0);
-  }, 30_000);
+  }, 60_000);
 
   it("charts gateway usage by key and model, in tokens and dollars", async () => {
     await open(page, "/gateway/usage", "Gateway usage");
@@ -159,7 +159,7 @@ describe("the console, signed in with the admin key", () => {
     await page.getByLabel("By", { exact: true }).selectOption("model");
     await page.getByRole("rowheader", { name: "claude-x" }).waitFor();
     await screenshot(page, "usage-by-model");
-  }, 30_000);
+  }, 60_000);
 
   it("lists the request log, and filters it by model", async () => {
     await open(page, "/gateway/request-log", "Request log");
@@ -177,7 +177,7 @@ describe("the console, signed in with the admin key", () => {
     await page.getByRole("button", { name: "Apply" }).click();
     await expect.poll(() => log.locator("tbody tr").count()).toBe(1);
     await screenshot(page, "request-log-filtered");
-  }, 30_000);
+  }, 60_000);
 
   it("creates a gateway key and shows its secret once, then disables it", async () => {
     await open(page, "/gateway/keys", "Gateway keys");
@@ -203,7 +203,7 @@ describe("the console, signed in with the admin key", () => {
     const refused = await fetch(`${t.gatewayUrl}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
     expect(refused.status).toBe(401);
     await screenshot(page, "keys");
-  }, 30_000);
+  }, 60_000);
 
   it("shows providers, routing rules, limits and guardrails, with their edit controls", async () => {
     await open(page, "/gateway/providers", "Providers");
@@ -237,7 +237,7 @@ describe("the console, signed in with the admin key", () => {
     await page.getByRole("button", { name: "Save" }).click();
     await page.getByRole("row", { name: /PII/ }).getByText("disabled").waitFor();
     await screenshot(page, "guardrails");
-  }, 30_000);
+  }, 60_000);
 
   it("names every control on every page (labels, button text)", async () => {
     for (const [path, heading] of [
@@ -251,7 +251,7 @@ describe("the console, signed in with the admin key", () => {
       await open(page, path, heading);
       expect(await unnamedControls(page), path).toEqual([]);
     }
-  }, 30_000);
+  }, 60_000);
 
   it("signs out: the key leaves sessionStorage", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
@@ -276,7 +276,7 @@ describe("the console at phone size", () => {
       expect(await sidewaysOverflow(page), path).toEqual([]);
     }
     await context.close();
-  }, 30_000);
+  }, 60_000);
 });
 
 describe("a VIEWER key", () => {
@@ -316,7 +316,7 @@ describe("a VIEWER key", () => {
     }, seed.viewerKey);
     expect(refused).toEqual({ createKey: 403, createProvider: 403, createRule: 403, createLimit: 403, createGuardrail: 403, createProject: 403 });
     await context.close();
-  }, 30_000);
+  }, 60_000);
 });
 
 describe("the network", () => {

@@ -42,14 +42,23 @@ export async function call<T>(method: string, path: string, options: { body?: un
     credentials: "omit",
     cache: "no-store",
   });
-  const text = await response.text();
-  const body = text ? (JSON.parse(text) as unknown) : undefined;
+  const body = parsed(await response.text());
   if (!response.ok) {
     const error = body as { message?: string; code?: string } | undefined;
     if (response.status === 401 && options.key === undefined) onUnauthenticated();
     throw new ApiError(response.status, error?.message ?? `${response.status} ${response.statusText}`, error?.code ?? "unknown");
   }
   return { body: body as T, hasNext: response.headers.has("x-next") };
+}
+
+/** The JSON of an answer; undefined when it has none, or is not JSON (a proxy's error page). */
+function parsed(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 export const get = <T>(path: string) => call<T>("GET", path).then((answer) => answer.body);

@@ -57,8 +57,20 @@ export function match(pattern: string, path: string): Record<string, string> | n
   if (want.length !== have.length) return null;
   const params: Record<string, string> = {};
   for (let i = 0; i < want.length; i++) {
-    if (want[i]!.startsWith(":")) params[want[i]!.slice(1)] = decodeURIComponent(have[i]!);
-    else if (want[i] !== have[i]) return null;
+    if (want[i]!.startsWith(":")) {
+      const value = decoded(have[i]!);
+      if (value === undefined) return null;
+      params[want[i]!.slice(1)] = value;
+    } else if (want[i] !== have[i]) return null;
   }
   return params;
+}
+
+/** A path segment decoded, or undefined when its escapes are broken (the page is then not found). */
+function decoded(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }
