@@ -15,6 +15,7 @@ import type { Tracing } from "./platform/tracing.ts";
 import { tracingInterceptor } from "./platform/tracing-interceptor.ts";
 import { undecodableInputGate } from "./platform/decode-errors.ts";
 import { createOpsHandler } from "./platform/ops.ts";
+import { CONSOLE_PATH, createConsoleHandler } from "./console/static.ts";
 import type { Registry } from "prom-client";
 import { listen, type Listener } from "./platform/server.ts";
 import { createRestFacade } from "./rest/facade.ts";
@@ -155,13 +156,15 @@ export async function startApi(
   });
   // Ready when the database answers `select 1` as fast as a new connection must open.
   const ops = createOpsHandler(async () => orm.isConnected(), config.databaseDeadlines.connectTimeoutMs, metrics);
+  // The web console (docs/console.md): static files under /app/, calling REST /v1 like any client.
+  const webConsole = await createConsoleHandler();
   const handler = connectNodeAdapter({
     routes: routeFn,
     ...routerOptions,
     fallback: (req, res) => {
       void ops(req, res)
         .then((handled) => handled || objectStorage.uploads(req, res))
-        .then((handled) => (handled ? undefined : rest(req, res)));
+        .then((handled) => (handled || webConsole(req, res) ? undefined : rest(req, res)));
     },
   });
   const listener: Listener = await listen(handler, {
@@ -171,7 +174,10 @@ export async function startApi(
     onHandlerError: (err) => logger.error({ err }, "request handler failed"),
     accessLog: config.accessLog ? accessLogger(logger, { component: "api" }) : undefined,
   });
-  logger.info({ port: listener.port }, "management API listening");
+  // Where a person opens the console; localhost when no public URL says better.
+  const consoleUrl = `${config.publicUrl ?? `http://localhost:${listener.port}`}${CONSOLE_PATH}/`;
+  // The port stays last, right before the message: tools that start Warden read `"port":N,"msg":…`.
+  logger.info({ console: consoleUrl, port: listener.port }, "management API listening");
   return {
     port: listener.port,
     async stop(drainMs = 0) {

@@ -167,6 +167,7 @@ const pipelineId = { idField: "inferencePipelineId", notFound: "Inference pipeli
 const taskId = { idField: "taskResultId", notFound: "Task result not found" };
 
 const routes: RouteCase[] = [
+  { method: "GET", template: "/v1/whoami", rpc: "WhoAmI", permission: "READ" },
   { method: "GET", template: "/v1/workspaces/{workspace}", rpc: "GetWorkspace", permission: "READ", ...workspaceId },
   { method: "PUT", template: "/v1/workspaces/{workspace}", rpc: "UpdateWorkspace", permission: "ADMIN", body: () => ({}), ...workspaceId },
   { method: "POST", template: "/v1/workspaces/{workspace}/api-keys", rpc: "CreateApiKey", permission: "ADMIN", body: () => ({ name: "k" }), ...workspaceId },

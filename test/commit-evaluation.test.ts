@@ -81,7 +81,7 @@ describe("a commit pushed as the Python SDK pushes it", () => {
       inferencePipelineId: null,
       status: "passing",
       statusMessage: "characterLength = 2.33333333333 (threshold <= 3: holds)",
-      expectedValues: [{ measurement: "characterLength", lowerThreshold: null, upperThreshold: 3 }],
+      expectedValues: [{ measurement: "characterLength", lowerThreshold: null, upperThreshold: 3, measuredValue: expect.closeTo(7 / 3, 9) }],
       dateDataStarts: null,
       dateDataEnds: null,
       dateCreated: iso,

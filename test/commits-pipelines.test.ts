@@ -39,7 +39,7 @@ describe("commits", () => {
       trainingDatasetId: null,
       validationDatasetId: null,
       deploymentStatus: "Deployed",
-      links: { app: `${t.baseUrl}/projects/${projectId}/versions/${id}` },
+      links: { app: `${t.baseUrl}/app/projects/${projectId}/versions/${id}` },
       commit: {
         id,
         authorId: uuid,
@@ -120,7 +120,7 @@ describe("inference pipelines", () => {
       failingGoalCount: 0,
       totalGoalCount: 0,
       totalRecordsCount: null,
-      links: { app: `${t.baseUrl}/projects/${projectId}/inference-pipelines/${id}` },
+      links: { app: `${t.baseUrl}/app/projects/${projectId}/inference-pipelines/${id}` },
       project: null,
       workspace: null,
       retentionDays: null,

@@ -77,7 +77,7 @@ describe("each service over Connect and over a stock gRPC client", () => {
     const project = await newProject("made-over-grpc");
     expect(project).toMatchObject({ name: "made-over-grpc", taskType: TaskType.LLM_BASE, versionCount: 0 });
     // HTTP/2 has no Host header: the link's host comes from :authority.
-    expect(project.links?.app).toBe(`${t.baseUrl}/projects/${project.id}`);
+    expect(project.links?.app).toBe(`${t.baseUrl}/app/projects/${project.id}`);
 
     const connect = connectClient(ProjectService);
     const listed = await connect.listProjects({ name: "made-over-grpc" });
@@ -365,7 +365,7 @@ describe("callers' junk outside the message", () => {
       "POST /warden.projects.v1.ProjectService/ListProjects HTTP/1.0\r\n",
     ]) {
       const res = await rawConnect(head, JSON.stringify({ name: "reached-by-junk-host" }));
-      expect(res).toEqual({ status: 200, body: { items: [expect.objectContaining({ id, links: { app: `${t.baseUrl}/projects/${id}` } })] } });
+      expect(res).toEqual({ status: 200, body: { items: [expect.objectContaining({ id, links: { app: `${t.baseUrl}/app/projects/${id}` } })] } });
     }
   });
 

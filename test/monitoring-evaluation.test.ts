@@ -170,6 +170,17 @@ describe("monitoring tests evaluated window by window", () => {
     expect(results.map((r) => r.dateDataStarts)).toEqual([at(C), at(B), at(A)]);
   });
 
+  it("each result carries its threshold's bounds and the measured value, as numbers", async () => {
+    const testId = await monitoringTest("measured", "metricThreshold", { insightName: "metrics", measurement: "p90Latency", operator: "<", value: 500 });
+    await evaluate(testId);
+    const items = ((await call("GET", `/v1/tests/${testId}/results`)).body as { items: { expectedValues: unknown[] }[] }).items;
+    expect(items.map((r) => r.expectedValues)).toEqual([
+      [],
+      [{ measurement: "p90Latency", lowerThreshold: null, upperThreshold: 500, measuredValue: 1000 }],
+      [{ measurement: "p90Latency", lowerThreshold: null, upperThreshold: 500, measuredValue: expect.closeTo(280, 9) }],
+    ]);
+  });
+
   it("keeps a window's result when evaluated again, and replaces it when asked to overwrite", async () => {
     const testId = await monitoringTest("again", "rowCount", { operator: ">", value: 2 });
     const first = await evaluate(testId);

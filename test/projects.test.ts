@@ -49,7 +49,7 @@ describe("projects", () => {
       goalCount: 0,
       developmentGoalCount: 0,
       monitoringGoalCount: 0,
-      links: { app: `${t.baseUrl}/projects/${(res.body as { id: string }).id}` },
+      links: { app: `${t.baseUrl}/app/projects/${(res.body as { id: string }).id}` },
       gitRepo: null,
       purpose: "support",
       modelTypes: ["gpt", "claude"],

@@ -123,6 +123,26 @@ describe("API keys", () => {
   });
 });
 
+describe("GET /v1/whoami", () => {
+  it("answers the caller's workspace, role and key", async () => {
+    const workspace = (await call("GET", `/v1/workspaces/${workspaceId}`)).body as { name: string; slug: string };
+    const admin = await call("GET", "/v1/whoami");
+    expect(admin.status).toBe(200);
+    expect(admin.body).toEqual({
+      workspaceId,
+      workspaceName: workspace.name,
+      workspaceSlug: workspace.slug,
+      role: "ADMIN",
+      apiKeyId: uuid,
+      apiKeyName: expect.any(String),
+      userId: uuid,
+    });
+    const created = await call("POST", `/v1/workspaces/${workspaceId}/api-keys`, { body: { name: "reader", role: "VIEWER" } });
+    const viewer = created.body as { id: string; secureKey: string };
+    expect((await call("GET", "/v1/whoami", { key: viewer.secureKey })).body).toMatchObject({ workspaceId, role: "VIEWER", apiKeyId: viewer.id, apiKeyName: "reader" });
+  });
+});
+
 describe("invites", () => {
   it("creates invites for a list of e-mails and lists them with x-next", async () => {
     const res = await call("POST", `/v1/workspaces/${workspaceId}/invites`, {

@@ -105,7 +105,7 @@ async function versionMessages(
       passingGoalCount: counts?.passing ?? 0,
       totalGoalCount: counts?.total ?? 0,
       deploymentStatus: version.deploymentStatus,
-      links: { app: `${baseUrl}/projects/${version.projectId}/versions/${version.id}` },
+      links: { app: `${baseUrl}/app/projects/${version.projectId}/versions/${version.id}` },
       commit: {
         id: version.id,
         authorId: version.authorId ?? undefined,

@@ -148,7 +148,7 @@ async function pipelineMessages(
       failingGoalCount: counts?.failing ?? 0,
       totalGoalCount: counts?.total ?? 0,
       totalRecordsCount: pipeline.totalRecordsCount == null ? undefined : BigInt(pipeline.totalRecordsCount),
-      links: { app: `${baseUrl}/projects/${pipeline.projectId}/inference-pipelines/${pipeline.id}` },
+      links: { app: `${baseUrl}/app/projects/${pipeline.projectId}/inference-pipelines/${pipeline.id}` },
       retentionDays: pipeline.retentionDays ?? undefined,
     };
     if (expand.includes(Expand.PROJECT)) message.project = await projectMessageById(em, pipeline.projectId, baseUrl);

@@ -156,7 +156,7 @@ async function projectMessages(em: EntityManager, projects: Project[], baseUrl: 
       goalCount: goals?.goal ?? 0,
       developmentGoalCount: goals?.development ?? 0,
       monitoringGoalCount: goals?.monitoring ?? 0,
-      links: { app: `${baseUrl}/projects/${project.id}` },
+      links: { app: `${baseUrl}/app/projects/${project.id}` },
       purpose: project.purpose ?? undefined,
       modelTypes: project.modelTypes,
       modelDeveloper: project.modelDeveloper ?? undefined,

@@ -44,6 +44,8 @@ export interface StoredExpectedValue {
   measurement: string;
   lowerThreshold: number | null;
   upperThreshold: number | null;
+  /** What was measured; absent in results stored before it was kept. */
+  measuredValue?: number;
 }
 
 export const TestResultEntity = defineEntity({

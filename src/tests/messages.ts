@@ -55,6 +55,7 @@ export function resultMessage(result: TestResult, test: Test): MessageInitShape<
       measurement: v.measurement,
       lowerThreshold: v.lowerThreshold ?? undefined,
       upperThreshold: v.upperThreshold ?? undefined,
+      measuredValue: v.measuredValue ?? undefined,
     })),
   };
 }

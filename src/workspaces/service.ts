@@ -26,6 +26,26 @@ const maxInvitesPerCall = 100;
 
 export function createWorkspaceService(): ServiceImpl<typeof WorkspaceService> {
   return {
+    async whoAmI(_req, ctx) {
+      const em = emOf(ctx);
+      const principal = principalOf(ctx);
+      const [workspace, key] = await Promise.all([
+        em.findOne(WorkspaceEntity, { id: principal.workspaceId }),
+        principal.apiKeyId ? em.findOne(ApiKeyEntity, { id: principal.apiKeyId }) : null,
+      ]);
+      // Only a workspace deleted while its key was checked gets here.
+      if (!workspace) throw notFound("Workspace not found");
+      return {
+        workspaceId: workspace.id,
+        workspaceName: workspace.name,
+        workspaceSlug: workspace.slug,
+        role: principal.role,
+        apiKeyId: principal.apiKeyId ?? undefined,
+        apiKeyName: key?.name ?? undefined,
+        userId: principal.userId ?? undefined,
+      };
+    },
+
     async getWorkspace(req, ctx) {
       const em = emOf(ctx);
       const workspace = await ownWorkspace(em, principalOf(ctx), req.workspaceId);

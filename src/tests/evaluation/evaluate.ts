@@ -50,11 +50,11 @@ function holds(value: number, operator: Operator, bound: number): boolean {
   }
 }
 
-/** The bounds a threshold puts on its measurement, as results show them. */
-function expectedValue(threshold: Threshold, bound: number): StoredExpectedValue {
+/** The bounds a threshold puts on its measurement, and the value measured, as results show them. */
+function expectedValue(threshold: Threshold, bound: number, measuredValue: number): StoredExpectedValue {
   const lower = threshold.operator === Operator.GREATER || threshold.operator === Operator.GREATER_OR_EQUAL || threshold.operator === Operator.IS;
   const upper = threshold.operator === Operator.LESS || threshold.operator === Operator.LESS_OR_EQUAL || threshold.operator === Operator.IS;
-  return { measurement: threshold.measurement, lowerThreshold: lower ? bound : null, upperThreshold: upper ? bound : null };
+  return { measurement: threshold.measurement, lowerThreshold: lower ? bound : null, upperThreshold: upper ? bound : null, measuredValue };
 }
 
 /** A measured value as a message shows it: no float noise. */
@@ -136,7 +136,7 @@ export async function evaluateRows(meter: RowMeter, test: Test, tools: Evaluatio
     const ok = holds(result.value, threshold.operator, kind.value);
     failing ||= !ok;
     findings.push(`${threshold.measurement} = ${shown(result.value)} (threshold ${enumJsonValue(OperatorSchema, threshold.operator)} ${shown(kind.value)}: ${ok ? "holds" : "does not hold"})`);
-    expected.push(expectedValue(threshold, kind.value));
+    expected.push(expectedValue(threshold, kind.value, result.value));
   }
   return outcome(failing ? TestResultStatus.FAILING : TestResultStatus.PASSING, findings.join("; "), expected);
 }

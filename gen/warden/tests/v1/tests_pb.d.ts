@@ -477,6 +477,14 @@ export declare type ExpectedValue = Message<"warden.tests.v1.ExpectedValue"> & {
    * @generated from field: optional double upper_threshold = 3;
    */
   upperThreshold?: number | undefined;
+
+  /**
+   * What the evaluation measured, which the thresholds were held against. Not in the spec: a
+   * client charts it (the console's pipeline page). Absent for results evaluated before Warden kept it.
+   *
+   * @generated from field: optional double measured_value = 4;
+   */
+  measuredValue?: number | undefined;
 };
 
 /**

@@ -535,6 +535,68 @@ export declare type RevokeApiKeyResponse = Message<"warden.workspaces.v1.RevokeA
 export declare const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse>;
 
 /**
+ * @generated from message warden.workspaces.v1.WhoAmIRequest
+ */
+export declare type WhoAmIRequest = Message<"warden.workspaces.v1.WhoAmIRequest"> & {
+};
+
+/**
+ * Describes the message warden.workspaces.v1.WhoAmIRequest.
+ * Use `create(WhoAmIRequestSchema)` to create a new message.
+ */
+export declare const WhoAmIRequestSchema: GenMessage<WhoAmIRequest>;
+
+/**
+ * @generated from message warden.workspaces.v1.WhoAmIResponse
+ */
+export declare type WhoAmIResponse = Message<"warden.workspaces.v1.WhoAmIResponse"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string workspace_name = 2;
+   */
+  workspaceName: string;
+
+  /**
+   * @generated from field: string workspace_slug = 3;
+   */
+  workspaceSlug: string;
+
+  /**
+   * @generated from field: warden.api.v1.Role role = 4;
+   */
+  role: Role;
+
+  /**
+   * The API key the call was made with.
+   *
+   * @generated from field: optional string api_key_id = 5;
+   */
+  apiKeyId?: string | undefined;
+
+  /**
+   * @generated from field: optional string api_key_name = 6;
+   */
+  apiKeyName?: string | undefined;
+
+  /**
+   * The person behind the key, when there is one.
+   *
+   * @generated from field: optional string user_id = 7;
+   */
+  userId?: string | undefined;
+};
+
+/**
+ * Describes the message warden.workspaces.v1.WhoAmIResponse.
+ * Use `create(WhoAmIResponseSchema)` to create a new message.
+ */
+export declare const WhoAmIResponseSchema: GenMessage<WhoAmIResponse>;
+
+/**
  * @generated from enum warden.workspaces.v1.WorkspaceStatus
  */
 export enum WorkspaceStatus {
@@ -620,6 +682,17 @@ export declare const InviteStatusSchema: GenEnum<InviteStatus>;
  * @generated from service warden.workspaces.v1.WorkspaceService
  */
 export declare const WorkspaceService: GenService<{
+  /**
+   * Who is calling: the workspace, the role and the key of the credentials sent. Not in the spec;
+   * a client (the web console) learns from it what its key may do, and which workspace it is in.
+   *
+   * @generated from rpc warden.workspaces.v1.WorkspaceService.WhoAmI
+   */
+  whoAmI: {
+    methodKind: "unary";
+    input: typeof WhoAmIRequestSchema;
+    output: typeof WhoAmIResponseSchema;
+  },
   /**
    * @generated from rpc warden.workspaces.v1.WorkspaceService.GetWorkspace
    */
