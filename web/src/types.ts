@@ -163,6 +163,8 @@ export interface Guardrail {
   injectionThreshold: number | null;
   contentThresholds: Record<string, number>;
   onError: "fail_open" | "fail_closed";
+  /** PII only: replace the entities with placeholders instead of refusing. */
+  action: "block" | "redact";
 }
 
 export interface UsageRow {
@@ -194,4 +196,6 @@ export interface RequestLogEntry {
   guardrailVerdict: string | null;
   superseded: boolean;
   costUsd: number | null;
+  /** What redacting PII guardrails replaced: types and counts. */
+  redactions: { stage: "input" | "output"; entityType: string; count: number }[];
 }

@@ -17,7 +17,11 @@ const kinds = [
 ] as const;
 const stages = [
   ["input", "Input (before the provider)"],
-  ["output", "Output (answers not streamed)"],
+  ["output", "Output (answers, streamed or not)"],
+] as const;
+const actions = [
+  ["block", "Refuse the call"],
+  ["redact", "Replace them with placeholders"],
 ] as const;
 const failureModes = [
   ["fail_open", "Let the request through"],
@@ -29,6 +33,7 @@ interface Draft {
   stage: Guardrail["stage"];
   enabled: boolean;
   onError: Guardrail["onError"];
+  action: Guardrail["action"];
   piiEntityTypes: string;
   injectionThreshold: string;
   /** "category=score" pairs, comma-separated. */
@@ -36,12 +41,13 @@ interface Draft {
 }
 
 function draftOf(g: Guardrail | undefined): Draft {
-  if (!g) return { kind: "pii", stage: "input", enabled: true, onError: "fail_closed", piiEntityTypes: "", injectionThreshold: "", contentThresholds: "" };
+  if (!g) return { kind: "pii", stage: "input", enabled: true, onError: "fail_closed", action: "block", piiEntityTypes: "", injectionThreshold: "", contentThresholds: "" };
   return {
     kind: g.kind,
     stage: g.stage,
     enabled: g.enabled,
     onError: g.onError,
+    action: g.action,
     piiEntityTypes: g.piiEntityTypes.join(", "),
     injectionThreshold: g.injectionThreshold === null ? "" : String(g.injectionThreshold),
     contentThresholds: Object.entries(g.contentThresholds).map(([category, score]) => `${category}=${score}`).join(", "),
@@ -52,7 +58,10 @@ function draftOf(g: Guardrail | undefined): Draft {
 function bodyOf(draft: Draft, creating: boolean): Record<string, unknown> {
   const body: Record<string, unknown> = { enabled: draft.enabled, onError: draft.onError };
   if (creating) Object.assign(body, { kind: draft.kind, stage: draft.stage });
-  if (draft.kind === "pii") body.piiEntityTypes = draft.piiEntityTypes.split(",").map((t) => t.trim()).filter(Boolean);
+  if (draft.kind === "pii") {
+    body.piiEntityTypes = draft.piiEntityTypes.split(",").map((t) => t.trim()).filter(Boolean);
+    body.action = draft.action;
+  }
   if (draft.kind === "prompt_injection" && draft.injectionThreshold.trim() !== "") body.injectionThreshold = Number(draft.injectionThreshold);
   if (draft.kind === "content_safety") {
     const pairs = draft.contentThresholds.split(",").map((pair) => pair.split("=").map((part) => part.trim())).filter((pair) => pair[0]);
@@ -62,7 +71,10 @@ function bodyOf(draft: Draft, creating: boolean): Record<string, unknown> {
 }
 
 function settingsText(g: Guardrail): string {
-  if (g.kind === "pii") return g.piiEntityTypes.length ? g.piiEntityTypes.join(", ") : "the default entity types";
+  if (g.kind === "pii") {
+    const types = g.piiEntityTypes.length ? g.piiEntityTypes.join(", ") : "the default entity types";
+    return g.action === "redact" ? `redacts ${types}` : types;
+  }
   if (g.kind === "prompt_injection") return g.injectionThreshold === null ? "default threshold" : `blocks from ${formatNumber(g.injectionThreshold)}`;
   const entries = Object.entries(g.contentThresholds);
   return entries.length ? entries.map(([category, score]) => `${category} ≥ ${formatNumber(score)}`).join(", ") : "default thresholds";
@@ -174,8 +186,9 @@ function GuardrailForm(props: { guardrail?: Guardrail; onSaved(): void; onCancel
         {creating ? <SelectField label="Stage" value={draft.stage} options={stages} onChange={(stage) => set({ stage })} /> : null}
         <SelectField label="When a detector fails" value={draft.onError} options={failureModes} onChange={(onError) => set({ onError })} />
         {draft.kind === "pii" ? (
-          <TextField label="Entity types that block" value={draft.piiEntityTypes} onInput={(piiEntityTypes) => set({ piiEntityTypes })} placeholder="CREDIT_CARD, US_SSN" hint="Comma-separated Presidio names." />
+          <TextField label="Entity types" value={draft.piiEntityTypes} onInput={(piiEntityTypes) => set({ piiEntityTypes })} placeholder="CREDIT_CARD, US_SSN" hint="Comma-separated Presidio names." />
         ) : null}
+        {draft.kind === "pii" ? <SelectField label="When one is found" value={draft.action} options={actions} onChange={(action) => set({ action })} /> : null}
         {draft.kind === "prompt_injection" ? (
           <NumberField label="Block from score" value={draft.injectionThreshold} onInput={(injectionThreshold) => set({ injectionThreshold })} min={0} max={1} hint="Between 0 and 1." />
         ) : null}

@@ -158,7 +158,12 @@ export function RequestLogPage() {
                     {formatInteger(entry.inputTokens)} / {formatInteger(entry.outputTokens)}
                   </td>
                   <td class="num">{formatUsd(entry.costUsd)}</td>
-                  <td>{entry.guardrailVerdict ?? "—"}</td>
+                  <td>
+                    {entry.guardrailVerdict ?? "—"}
+                    {entry.redactions.length > 0 ? (
+                      <div class="hint">redacted: {entry.redactions.map((r) => `${r.count} ${r.entityType} (${r.stage})`).join(", ")}</div>
+                    ) : null}
+                  </td>
                   <td class="cell cell-id" title={entry.requestId}>
                     <code>{entry.requestId}</code>
                   </td>
