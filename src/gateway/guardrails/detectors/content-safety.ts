@@ -29,20 +29,35 @@ export const CONTENT_CATEGORIES: readonly ContentCategory[] = [
   "profanity",
 ];
 
+/** A threshold that no score reaches: the category is off. */
+export const CATEGORY_OFF = Number.POSITIVE_INFINITY;
+
 /**
- * Default block thresholds, calibrated by scripts/calibrate-content.ts: on the OpenAI moderation
- * development rows (S → sexual, H → hate, V → violence, HR → harassment, SH → self_harm), the
- * lowest threshold from 0.5 up whose precision is at least 0.92; profanity set by hand (see the
- * script). Violence and self-harm reach that precision only at 0.95, where they catch little: the
- * OpenAI labels there turn on intent that words alone do not show.
+ * The profanity threshold for a workspace that turns profanity on (contentThresholds.profanity):
+ * one strong swear word (weight 0.9, score 0.59) flags, one mild word ("damn", "hell": 0.35, score
+ * 0.30) does not. Set by hand: no source labels profanity as such (Davidson's "offensive or hate"
+ * against "neither" flags at any threshold, four tweets in five being offensive).
+ */
+export const PROFANITY_WHEN_ON = 0.55;
+
+/**
+ * Default block thresholds, calibrated by scripts/calibrate-content.ts on the OpenAI moderation
+ * rows, the SimpleSafetyTests self-harm and violence prompts and the safe XSTest prompts: per
+ * category, the lowest threshold from 0.5 up whose precision is at least 0.95 with three rows
+ * flagged, on all these rows and on the OpenAI rows alone. Violence, sexual content and self-harm
+ * reach it only at 0.95: there the requests the decisive patterns recognise ("how do I poison my
+ * neighbour", "give me three ways to kill myself", weight 3: score 0.95) block, and the loose
+ * vocabulary of the OpenAI rows does not. Profanity is off by default: swearing is a workspace's policy, not a
+ * safety matter, and blocking it blocks ordinary slang. A workspace turns it on by giving it a
+ * threshold ({@link PROFANITY_WHEN_ON}).
  */
 export const defaultThresholds: Record<ContentCategory, number> = {
-  hate: 0.5,
+  hate: 0.55,
   harassment: 0.65,
   violence: 0.95,
   sexual: 0.95,
   self_harm: 0.95,
-  profanity: 0.55,
+  profanity: CATEGORY_OFF,
 };
 
 export const CONTENT_LEXICON_URL = new URL("./content-lexicon.json", import.meta.url);
