@@ -3,10 +3,10 @@
  * scripts/train-injection.ts (which writes the weights) and scripts/eval-guardrails.ts (which
  * reports the cross-validated figures). See train-injection.ts for the method.
  */
-import { STRONG_RULE, injectionFeatures } from "../src/gateway/guardrails/detectors/injection-features.ts";
+import { InjectionFeaturizer, STRONG_RULE } from "../src/gateway/guardrails/detectors/injection-features.ts";
 import { RULE_FAMILIES, type RuleFamily } from "../src/gateway/guardrails/detectors/injection-rules.ts";
 import { blockingEvidence, combineScores, injectionEvidence } from "../src/gateway/guardrails/detectors/injection.ts";
-import { logit, sigmoid, type FeatureConfig, type SparseVector } from "../src/gateway/guardrails/detectors/text-features.ts";
+import { logit, sigmoid, type FeatureConfig } from "../src/gateway/guardrails/detectors/text-features.ts";
 import { injectionRows, type InjectionRow, type InjectionSource } from "./guardrail-data.ts";
 
 export const SEED = 20240611;
@@ -55,6 +55,9 @@ export function fillTemplate(text: string, index: number): string {
   return PLACEHOLDER.test(text) ? text.replace(PLACEHOLDER, request) : `${text}\n\n${request}`;
 }
 
+/** Bucket → value: the features of one example, kept for the epochs of training. */
+export type SparseVector = Map<number, number>;
+
 export interface Example {
   id: string;
   /** The text trained and scored: a promptfoo template with a request filled in. */
@@ -67,10 +70,13 @@ export interface Example {
 
 /** Examples of the development data, features computed (sorted by id; deterministic). */
 export function developmentExamples(): Example[] {
+  const featurizer = new InjectionFeaturizer(FEATURES);
   return injectionRows().map((row, index) => {
     const text = row.source === "promptfoo" ? fillTemplate(row.text, index) : row.text;
     const evidence = injectionEvidence(text);
-    return { id: row.id, text, label: row.label, row, families: evidence.families, x: injectionFeatures(evidence, FEATURES) };
+    const x: SparseVector = new Map();
+    featurizer.visit(evidence, (bucket, value) => x.set(bucket, (x.get(bucket) ?? 0) + value));
+    return { id: row.id, text, label: row.label, row, families: evidence.families, x };
   });
 }
 

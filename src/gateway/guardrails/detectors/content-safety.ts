@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { nfkc } from "./normalize.ts";
+import { LiteralFilter, requiredLiterals } from "./rule-literals.ts";
 
 /**
  * Content safety: a score in [0, 1] per category from weighted lexicons (content-lexicon.json).
@@ -160,15 +161,21 @@ export function createContentDetector(
       }
     }
   }
+  // Each expression with the literals one of which it cannot match without (rule-literals.ts):
+  // most texts contain none of an expression's literals, and a lookup is cheaper than a scan.
   const patterns = CONTENT_CATEGORIES.flatMap((category) =>
-    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, pattern: new RegExp(source, "u") })),
+    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, source, pattern: new RegExp(source, "u") })),
   );
   const idioms = file.idioms.map((source) => new RegExp(source, "gu"));
+  const idiomFilter = new LiteralFilter(file.idioms.map(requiredLiterals));
+  const patternFilter = new LiteralFilter(patterns.map((p) => requiredLiterals(p.source)));
   const negators = new Set(file.negators);
 
   const score = (text: string): Record<ContentCategory, number> => {
     let norm = normalizeForContent(text);
-    for (const idiom of idioms) norm = norm.replace(idiom, (m) => " ".repeat(m.length));
+    // Blanking turns an idiom into a run of spaces, which makes no other literal: one scan serves all.
+    idiomFilter.read(norm);
+    for (const [i, idiom] of idioms.entries()) if (idiomFilter.mayMatch(i)) norm = norm.replace(idiom, (m) => " ".repeat(m.length));
     const words = tokens(norm);
     const sums: Record<ContentCategory, number> = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     const seen = new Set<number>();
@@ -190,8 +197,9 @@ export function createContentDetector(
         if (node?.term) credit(node.term, i);
       }
     }
-    for (const p of patterns) {
-      if (p.pattern.test(norm)) sums[p.category] += p.weight;
+    patternFilter.read(norm);
+    for (const [i, p] of patterns.entries()) {
+      if (patternFilter.mayMatch(i) && p.pattern.test(norm)) sums[p.category] += p.weight;
     }
     const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-sums[c])) * 10000) / 10000;

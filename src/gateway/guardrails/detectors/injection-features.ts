@@ -1,8 +1,8 @@
 import { RULE_FAMILIES, type RuleFamily } from "./injection-rules.ts";
-import { addBlock, hashString, ngramCounts, type FeatureConfig, type SparseVector } from "./text-features.ts";
+import { hashString, NgramCounter, type FeatureConfig, type FeatureVisitor } from "./text-features.ts";
 
 /**
- * The injection classifier's feature vector, shared by the detector and scripts/train-injection.ts.
+ * The injection classifier's features, shared by the detector and scripts/train-injection.ts.
  * Two blocks in one hashed space:
  *
  * - n-grams of the words (text-features.ts), unit length;
@@ -24,16 +24,29 @@ export interface FeatureInput {
   families: Partial<Record<RuleFamily, number>>;
 }
 
-/** The feature vector of a text. */
-export function injectionFeatures({ tokens, families }: FeatureInput, config: FeatureConfig): SparseVector {
-  const out: SparseVector = new Map();
-  addBlock(out, ngramCounts(tokens, config));
-  const mask = config.dims - 1;
-  for (const family of RULE_FAMILIES) {
-    const weight = families[family];
-    if (!weight) continue;
-    const bucket = hashString(weight >= STRONG_RULE ? SEED_RULE : SEED_WEAK_RULE, family) & mask;
-    out.set(bucket, (out.get(bucket) ?? 0) + weight);
+/** Computes the features of texts, one at a time (it reuses its n-gram counter). */
+export class InjectionFeaturizer {
+  readonly #ngrams: NgramCounter;
+  readonly #strong = new Map<RuleFamily, number>();
+  readonly #weak = new Map<RuleFamily, number>();
+
+  constructor(config: FeatureConfig) {
+    this.#ngrams = new NgramCounter(config);
+    const mask = config.dims - 1;
+    for (const family of RULE_FAMILIES) {
+      this.#strong.set(family, hashString(SEED_RULE, family) & mask);
+      this.#weak.set(family, hashString(SEED_WEAK_RULE, family) & mask);
+    }
   }
-  return out;
+
+  /** Visits every feature of a text; a bucket may be visited twice (a hash collision): add. */
+  visit({ tokens, families }: FeatureInput, visit: FeatureVisitor): void {
+    this.#ngrams.visit(tokens, visit);
+    for (const family of RULE_FAMILIES) {
+      const weight = families[family];
+      if (!weight) continue;
+      const bucket = (weight >= STRONG_RULE ? this.#strong : this.#weak).get(family);
+      if (bucket !== undefined) visit(bucket, weight);
+    }
+  }
 }

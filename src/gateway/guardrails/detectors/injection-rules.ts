@@ -1,4 +1,5 @@
 import { markdownImageTemplate } from "./injection-scans.ts";
+import { requiredLiterals } from "./rule-literals.ts";
 
 /**
  * Rule families of the prompt-injection detector. Each family holds weighted patterns; a family
@@ -37,6 +38,8 @@ export interface InjectionRule {
   weight: number;
   /** A regular expression, or a scanner where an expression would take quadratic time. */
   pattern: { exec(text: string): RuleMatch | null };
+  /** Strings one of which every match contains (rule-literals.ts): without any, the rule is skipped. */
+  literals?: readonly string[];
 }
 
 /**
@@ -88,7 +91,8 @@ const ES_OBJ = "(?:instrucciones|reglas|órdenes|indicaciones|directrices|tareas
 const FR_OBJ = "(?:instructions|règles|consignes|ordres|directives|tâches|restrictions)";
 
 function rule(family: RuleFamily, weight: number, source: string): InjectionRule {
-  return { family, weight, pattern: new RegExp(source, "u") };
+  const literals = requiredLiterals(source);
+  return { family, weight, pattern: new RegExp(source, "u"), ...(literals ? { literals } : {}) };
 }
 
 export const INJECTION_RULES: readonly InjectionRule[] = [

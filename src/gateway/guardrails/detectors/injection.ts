@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import { buildCueIndex, findCues, type CueHit, type CueIndex } from "./injection-cues.ts";
-import { STRONG_RULE, injectionFeatures } from "./injection-features.ts";
+import { InjectionFeaturizer, STRONG_RULE } from "./injection-features.ts";
 import {
   INJECTION_RULES,
   MENTION_DISCOUNTED,
@@ -13,6 +13,7 @@ import {
   type RuleMatch,
 } from "./injection-rules.ts";
 import { mixedWordCount, quotedSpans, shoutedRun } from "./injection-scans.ts";
+import { LiteralFilter } from "./rule-literals.ts";
 import { dequantize, foldText, sigmoid, wordsOf, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
 
 /**
@@ -173,6 +174,18 @@ function isMention(match: RuleMatch, quotes: [number, number][], framed: boolean
   return quotes.length === 0 || quotes.some(([a, b]) => start >= a && end <= b);
 }
 
+/** One literal filter per rule list (rule-literals.ts), built on first use. */
+const filters = new WeakMap<readonly InjectionRule[], LiteralFilter>();
+
+function filterFor(rules: readonly InjectionRule[]): LiteralFilter {
+  let filter = filters.get(rules);
+  if (!filter) {
+    filter = new LiteralFilter(rules.map((r) => r.literals));
+    filters.set(rules, filter);
+  }
+  return filter;
+}
+
 /** Per-family weights of the rules that match any variant of the text. */
 export function ruleFamilies(
   text: string,
@@ -182,10 +195,15 @@ export function ruleFamilies(
   const families: Partial<Record<RuleFamily, number>> = {};
   if (shouted(text)) families.output_forcing = 0.5;
   // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
+  const filter = filterFor(rules);
   const variants = ruleVariants(text, folded).map((v) => ({ text: v, quotes: undefined as [number, number][] | undefined, framed: undefined as boolean | undefined }));
-  for (const r of rules) {
+  // Most texts have one variant; a rule whose literals a variant lacks cannot match it.
+  const single = variants.length === 1;
+  if (single) filter.read(variants[0]?.text ?? "");
+  for (const [index, r] of rules.entries()) {
     if ((families[r.family] ?? 0) >= r.weight) continue;
     for (const v of variants) {
+      if (single && !filter.mayMatch(index)) continue;
       const m = r.pattern.exec(v.text);
       if (!m) continue;
       let mention = false;
@@ -278,10 +296,13 @@ export function combineScores(rules: number, classifier: number): number {
 
 export function createInjectionDetector(file: InjectionWeightsFile): InjectionDetector {
   const weights = dequantize(file.weights, file.features.dims);
+  const featurizer = new InjectionFeaturizer(file.features);
   const explain = (text: string): InjectionExplanation => {
     const evidence = injectionEvidence(text);
     let z = file.bias;
-    for (const [bucket, value] of injectionFeatures(evidence, file.features)) z += (weights[bucket] ?? 0) * value;
+    featurizer.visit(evidence, (bucket, value) => {
+      z += (weights[bucket] ?? 0) * value;
+    });
     const classifier = sigmoid(z);
     const rules = blockingEvidence(evidence.families, file.blockingRules);
     const score = combineScores(rules, classifier);

@@ -18,7 +18,8 @@ export interface FeatureConfig {
   charMax: number;
 }
 
-export type SparseVector = Map<number, number>;
+/** A feature's bucket and value, handed to a visitor instead of collected in a map. */
+export type FeatureVisitor = (bucket: number, value: number) => void;
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
@@ -27,15 +28,20 @@ const FNV_PRIME = 0x01000193;
 const SEED_WORD = 0x2f1a3b5c;
 const SEED_BIGRAM = 0x5a7c9e01;
 const SEED_CHAR = 0x13579bdf;
+const SPACE = 0x20;
 
 function fnvStep(hash: number, code: number): number {
   return Math.imul(hash ^ code, FNV_PRIME) >>> 0;
 }
 
-export function hashString(seed: number, text: string): number {
-  let h = (FNV_OFFSET ^ seed) >>> 0;
+function fnvChars(hash: number, text: string): number {
+  let h = hash;
   for (let i = 0; i < text.length; i++) h = fnvStep(h, text.charCodeAt(i));
   return h;
+}
+
+export function hashString(seed: number, text: string): number {
+  return fnvChars((FNV_OFFSET ^ seed) >>> 0, text);
 }
 
 /**
@@ -55,55 +61,65 @@ export function wordsOf(folded: string): string[] {
   return folded.match(WORD) ?? [];
 }
 
-/** Lower-cased NFKC words of a raw text. */
-export function words(text: string): string[] {
-  return wordsOf(foldText(text));
-}
+/**
+ * Counts the hashed n-grams of a list of words in a table it keeps (typed arrays, cleared after
+ * each text), so that scoring a text allocates nothing per n-gram: a Map here cost more than
+ * everything else the classifier does. One counter per detector; it is not re-entrant.
+ */
+export class NgramCounter {
+  readonly #config: FeatureConfig;
+  readonly #mask: number;
+  readonly #counts: Uint32Array;
+  readonly #touched: Uint32Array;
+  #size = 0;
 
-/** Adds 1 to a bucket of a count map. */
-export function bump(counts: SparseVector, hash: number, mask: number): void {
-  const bucket = hash & mask;
-  counts.set(bucket, (counts.get(bucket) ?? 0) + 1);
-}
-
-/** Log-scales a count map, scales it to unit length and adds it to `into`. */
-export function addBlock(into: SparseVector, counts: SparseVector): void {
-  let norm = 0;
-  for (const count of counts.values()) {
-    const v = Math.log1p(count);
-    norm += v * v;
+  constructor(config: FeatureConfig) {
+    this.#config = config;
+    this.#mask = config.dims - 1;
+    this.#counts = new Uint32Array(config.dims);
+    this.#touched = new Uint32Array(config.dims);
   }
-  if (norm === 0) return;
-  const scale = 1 / Math.sqrt(norm);
-  for (const [bucket, count] of counts) into.set(bucket, (into.get(bucket) ?? 0) + Math.log1p(count) * scale);
-}
 
-/** The n-gram counts of a list of words. */
-export function ngramCounts(tokens: readonly string[], config: FeatureConfig): SparseVector {
-  const mask = config.dims - 1;
-  const counts: SparseVector = new Map();
-  let previous: string | undefined;
-  for (const word of tokens) {
-    bump(counts, hashString(SEED_WORD, word), mask);
-    if (previous !== undefined) bump(counts, hashString(SEED_BIGRAM, previous + " " + word), mask);
-    previous = word;
-    const padded = " " + word + " ";
-    for (let i = 0; i + config.charMin <= padded.length; i++) {
-      let h = (FNV_OFFSET ^ SEED_CHAR) >>> 0;
-      for (let n = 1; n <= config.charMax && i + n <= padded.length; n++) {
-        h = fnvStep(h, padded.charCodeAt(i + n - 1));
-        if (n >= config.charMin) bump(counts, Math.imul(h ^ n, FNV_PRIME) >>> 0, mask);
+  #bump(hash: number): void {
+    const bucket = hash & this.#mask;
+    if (this.#counts[bucket]++ === 0) this.#touched[this.#size++] = bucket;
+  }
+
+  /**
+   * Visits each bucket of the words' n-gram vector: counts become log(1 + count), scaled to unit
+   * length, so long texts and short ones weigh alike.
+   */
+  visit(tokens: readonly string[], visit: FeatureVisitor): void {
+    const { charMin, charMax } = this.#config;
+    let previous: string | undefined;
+    for (const word of tokens) {
+      this.#bump(hashString(SEED_WORD, word));
+      if (previous !== undefined) this.#bump(fnvChars(fnvStep(hashString(SEED_BIGRAM, previous), SPACE), word));
+      previous = word;
+      // Character n-grams of " word ", the padding read in place.
+      const padded = word.length + 2;
+      for (let i = 0; i + charMin <= padded; i++) {
+        let h = (FNV_OFFSET ^ SEED_CHAR) >>> 0;
+        for (let n = 1; n <= charMax && i + n <= padded; n++) {
+          const at = i + n - 1;
+          h = fnvStep(h, at === 0 || at === padded - 1 ? SPACE : word.charCodeAt(at - 1));
+          if (n >= charMin) this.#bump(Math.imul(h ^ n, FNV_PRIME) >>> 0);
+        }
       }
     }
+    let norm = 0;
+    for (let i = 0; i < this.#size; i++) {
+      const v = Math.log1p(this.#counts[this.#touched[i] ?? 0] ?? 0);
+      norm += v * v;
+    }
+    const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+    for (let i = 0; i < this.#size; i++) {
+      const bucket = this.#touched[i] ?? 0;
+      visit(bucket, Math.log1p(this.#counts[bucket] ?? 0) * scale);
+      this.#counts[bucket] = 0;
+    }
+    this.#size = 0;
   }
-  return counts;
-}
-
-/** The hashed, log-scaled, unit-length n-gram vector of a text. */
-export function featurize(text: string, config: FeatureConfig): SparseVector {
-  const out: SparseVector = new Map();
-  addBlock(out, ngramCounts(words(text), config));
-  return out;
 }
 
 export function sigmoid(z: number): number {
