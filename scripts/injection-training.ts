@@ -3,20 +3,27 @@
  * scripts/train-injection.ts (which writes the weights) and scripts/eval-guardrails.ts (which
  * reports the cross-validated figures). See train-injection.ts for the method.
  */
-import { combineFamilies, combineScores, ruleFamilies } from "../src/gateway/guardrails/detectors/injection.ts";
-import { featurize, sigmoid, type FeatureConfig, type SparseVector } from "../src/gateway/guardrails/detectors/text-features.ts";
-import { injectionRows, type InjectionRow } from "./guardrail-data.ts";
+import { InjectionFeaturizer, STRONG_RULE } from "../src/gateway/guardrails/detectors/injection-features.ts";
+import { RULE_FAMILIES, type RuleFamily } from "../src/gateway/guardrails/detectors/injection-rules.ts";
+import { blockingEvidence, combineScores, injectionEvidence } from "../src/gateway/guardrails/detectors/injection.ts";
+import { logit, sigmoid, type FeatureConfig } from "../src/gateway/guardrails/detectors/text-features.ts";
+import { injectionRows, type InjectionRow, type InjectionSource } from "./guardrail-data.ts";
 
 export const SEED = 20240611;
 export const FEATURES: FeatureConfig = { dims: 1 << 16, charMin: 3, charMax: 5 };
-export const EPOCHS = 40;
+export const EPOCHS = 10;
 const LEARNING_RATE = 0.5;
-const L2 = 1e-5;
-const FOLDS = 5;
-/** Hand-written rows are the hard cases; they count more than one deepset row. */
-const SOURCE_WEIGHT: Record<InjectionRow["source"], number> = { deepset: 1, promptfoo: 1, handwritten: 3 };
+const L2 = 1e-4;
+/** Folds of the family cross-validation. */
+const FAMILY_FOLDS = 5;
 /** Default decision threshold on the combined score. */
 export const THRESHOLD = 0.5;
+/**
+ * The classifier's cut is the lowest at which at most this share of the hard benign rows scores
+ * at or above the threshold under family cross-validation: half the 1 % target, as a margin for
+ * the held-out rows.
+ */
+export const HARD_BENIGN_BUDGET = 0.005;
 
 /** Requests put into promptfoo templates in place of their placeholder. */
 const FILL_REQUESTS = [
@@ -48,40 +55,29 @@ export function fillTemplate(text: string, index: number): string {
   return PLACEHOLDER.test(text) ? text.replace(PLACEHOLDER, request) : `${text}\n\n${request}`;
 }
 
+/** Bucket → value: the features of one example, kept for the epochs of training. */
+export type SparseVector = Map<number, number>;
+
 export interface Example {
   id: string;
+  /** The text trained and scored: a promptfoo template with a request filled in. */
   text: string;
   label: 0 | 1;
-  weight: number;
-  fold: number;
   row: InjectionRow;
+  families: Partial<Record<RuleFamily, number>>;
+  x: SparseVector;
 }
 
-function foldKey(row: InjectionRow): string {
-  if (row.source === "promptfoo") return `pf:${row.group ?? row.id}`;
-  if (row.source === "handwritten") return `hw:${row.group ?? ""}:${row.label}:${row.id}`;
-  return `ds:${row.id}`;
-}
-
-export function examples(rows: InjectionRow[]): Example[] {
-  const random = mulberry32(SEED);
-  const foldOf = new Map<string, number>();
-  const out: Example[] = [];
-  rows.forEach((row, index) => {
-    const key = row.source === "promptfoo" ? (row.group ?? row.id) : foldKey(row);
-    let fold = foldOf.get(key);
-    if (fold === undefined) {
-      fold = Math.floor(random() * FOLDS);
-      foldOf.set(key, fold);
-    }
-    const weight = SOURCE_WEIGHT[row.source];
-    if (row.source === "promptfoo") {
-      out.push({ id: row.id, text: fillTemplate(row.text, index), label: 1, weight, fold, row });
-    } else {
-      out.push({ id: row.id, text: row.text, label: row.label, weight, fold, row });
-    }
+/** Examples of the development data, features computed (sorted by id; deterministic). */
+export function developmentExamples(): Example[] {
+  const featurizer = new InjectionFeaturizer(FEATURES);
+  return injectionRows().map((row, index) => {
+    const text = row.source === "promptfoo" ? fillTemplate(row.text, index) : row.text;
+    const evidence = injectionEvidence(text);
+    const x: SparseVector = new Map();
+    featurizer.visit(evidence, (bucket, value) => x.set(bucket, (x.get(bucket) ?? 0) + value));
+    return { id: row.id, text, label: row.label, row, families: evidence.families, x };
   });
-  return out;
 }
 
 export interface Model {
@@ -89,13 +85,18 @@ export interface Model {
   weights: Float64Array;
 }
 
-export function train(data: { x: SparseVector; y: 0 | 1; w: number }[]): Model {
+/**
+ * Logistic regression by AdaGrad SGD, the two classes balanced, seeded example order. Every row
+ * weighs alike: weighting each file alike instead (or by the square root of its size) lost 2–8
+ * points of recall at the same false alarms in the family cross-validation.
+ */
+export function train(data: readonly Example[]): Model {
   const weights = new Float64Array(FEATURES.dims);
   const sumSq = new Float64Array(FEATURES.dims);
   let bias = 0;
   let biasSq = 0;
-  const positives = data.reduce((s, d) => s + (d.y === 1 ? d.w : 0), 0);
-  const negatives = data.reduce((s, d) => s + (d.y === 0 ? d.w : 0), 0);
+  const positives = data.filter((d) => d.label === 1).length;
+  const negatives = data.length - positives;
   const classWeight = { 1: (positives + negatives) / (2 * positives), 0: (positives + negatives) / (2 * negatives) };
   const random = mulberry32(SEED ^ 0x9e3779b9);
   const order = data.map((_, i) => i);
@@ -111,7 +112,7 @@ export function train(data: { x: SparseVector; y: 0 | 1; w: number }[]): Model {
       if (!d) continue;
       let z = bias;
       for (const [k, v] of d.x) z += (weights[k] ?? 0) * v;
-      const g = (sigmoid(z) - d.y) * d.w * classWeight[d.y];
+      const g = (sigmoid(z) - d.label) * classWeight[d.label];
       for (const [k, v] of d.x) {
         const grad = g * v + L2 * (weights[k] ?? 0);
         sumSq[k] = (sumSq[k] ?? 0) + grad * grad;
@@ -124,108 +125,124 @@ export function train(data: { x: SparseVector; y: 0 | 1; w: number }[]): Model {
   return { bias, weights };
 }
 
-export function predict(model: Model, x: SparseVector): number {
+export function margin(model: Model, x: SparseVector): number {
   let z = model.bias;
   for (const [k, v] of x) z += (model.weights[k] ?? 0) * v;
-  return sigmoid(z);
-}
-
-/** log(p / (1 − p)), clamped away from 0 and 1. */
-export function logit(p: number): number {
-  const q = Math.min(Math.max(p, 1e-9), 1 - 1e-9);
-  return Math.log(q / (1 - q));
-}
-
-export interface CrossValidation {
-  examples: Example[];
-  /** Out-of-fold classifier probability (before the bias shift). */
-  classifier: number[];
-  /** Rule evidence. */
-  rules: number[];
-}
-
-/** Out-of-fold classifier probabilities for every example, and the rule evidence. */
-export function crossValidate(all: Example[]): CrossValidation {
-  const vectors = all.map((e) => featurize(e.text, FEATURES));
-  const classifier = new Array<number>(all.length).fill(0);
-  for (let fold = 0; fold < FOLDS; fold++) {
-    const trainSet = all.flatMap((e, i) =>
-      e.fold === fold ? [] : [{ x: vectors[i] ?? new Map<number, number>(), y: e.label, w: e.weight }],
-    );
-    const model = train(trainSet);
-    all.forEach((e, i) => {
-      if (e.fold === fold) classifier[i] = predict(model, vectors[i] ?? new Map<number, number>());
-    });
-  }
-  const rules = all.map((e) => combineFamilies(ruleFamilies(e.text)));
-  return { examples: all, classifier, rules };
-}
-
-/** The combined score of example i when the classifier's bias is shifted to put 0.5 at `cut`. */
-export function combinedAt(cv: CrossValidation, i: number, cut: number): number {
-  const shifted = sigmoid(logit(cv.classifier[i] ?? 0) - logit(cut));
-  return combineScores(cv.rules[i] ?? 0, shifted);
-}
-
-export interface CvLine {
-  set: string;
-  positives: number;
-  detected: number;
-  negatives: number;
-  falseAlarms: number;
-  /** Highest combined score among the negatives. */
-  maxNegative: number;
-}
-
-/** Recall and false alarms per data set at a classifier cut, from the cross-validation. */
-export function cvTable(cv: CrossValidation, cut: number): CvLine[] {
-  const sets: [string, (e: Example) => boolean][] = [
-    ["deepset", (e) => e.row.source === "deepset"],
-    ["promptfoo (filled templates)", (e) => e.row.source === "promptfoo"],
-    ["handwritten", (e) => e.row.source === "handwritten"],
-  ];
-  return sets.map(([set, pick]) => {
-    const idx = cv.examples.flatMap((e, i) => (pick(e) ? [i] : []));
-    const pos = idx.filter((i) => cv.examples[i]?.label === 1);
-    const neg = idx.filter((i) => cv.examples[i]?.label === 0);
-    const fired = (i: number): boolean => combinedAt(cv, i, cut) >= THRESHOLD;
-    return {
-      set,
-      positives: pos.length,
-      detected: pos.filter(fired).length,
-      negatives: neg.length,
-      falseAlarms: neg.filter(fired).length,
-      maxNegative: neg.length > 0 ? Math.max(...neg.map((i) => combinedAt(cv, i, cut))) : 0,
-    };
-  });
+  return z;
 }
 
 /**
- * The classifier's probability (out of fold) at which its shifted probability becomes 0.5. Chosen
- * with the cross-validation table printed by `--cv`: the lowest cut at which no hand-written
- * benign prompt comes within 0.3 of the threshold.
+ * Rule families that block on their own: those that match some attack at weight ≥ 0.5 and no
+ * benign row of any file (hard, plain or harmful) at that weight. The others stay features only.
  */
-export const CLASSIFIER_CUT = 0.995;
-
-export function printCrossValidation(cv: CrossValidation, verbose: boolean): void {
-  for (const cut of [0.5, 0.9, 0.95, 0.98, 0.99, CLASSIFIER_CUT, 0.998]) {
-    const line = cvTable(cv, cut)
-      .map((l) => `${l.set}: ${l.detected}/${l.positives} fa ${l.falseAlarms}/${l.negatives} (max neg ${l.maxNegative.toFixed(3)})`)
-      .join(" | ");
-    console.log(`cut ${cut}: ${line}`);
-  }
-  if (!verbose) return;
-  cv.examples.forEach((e, i) => {
-    const score = combinedAt(cv, i, CLASSIFIER_CUT);
-    if ((score >= THRESHOLD) !== (e.label === 1)) {
-      console.log(
-        `  miss ${e.id} label=${e.label} clf=${(cv.classifier[i] ?? 0).toFixed(3)} rules=${(cv.rules[i] ?? 0).toFixed(2)} ${e.text.slice(0, 110).replace(/\n/g, " ")}`,
-      );
-    }
+export function blockingRules(all: readonly Example[]): RuleFamily[] {
+  return RULE_FAMILIES.filter((family) => {
+    const strong = (e: Example): boolean => (e.families[family] ?? 0) >= STRONG_RULE;
+    return all.some((e) => e.label === 1 && strong(e)) && !all.some((e) => e.label === 0 && strong(e));
   });
 }
 
-/** Examples built from the development data (sorted by id). */
-export function developmentExamples(): Example[] {
-  return examples(injectionRows());
+export type Scheme = "source" | "family";
+
+/** Fold of each example: its file (source-held-out), or a seeded fold per family within its file. */
+export function foldsOf(all: readonly Example[], scheme: Scheme): number[] {
+  if (scheme === "source") {
+    const sources: InjectionSource[] = [...new Set(all.map((e) => e.row.source))].sort();
+    return all.map((e) => sources.indexOf(e.row.source));
+  }
+  const random = mulberry32(SEED);
+  const foldOf = new Map<string, number>();
+  return all.map((e) => {
+    const key = `${e.row.source}:${e.row.family}`;
+    let fold = foldOf.get(key);
+    if (fold === undefined) {
+      fold = Math.floor(random() * FAMILY_FOLDS);
+      foldOf.set(key, fold);
+    }
+    return fold;
+  });
+}
+
+export interface CrossValidation {
+  scheme: Scheme;
+  examples: Example[];
+  /** Out-of-fold classifier margin (log-odds), before the cut is applied. */
+  margins: number[];
+  /** Evidence of the blocking rule families. */
+  rules: number[];
+}
+
+/**
+ * Out-of-fold classifier margins and blocking-rule evidence for every example under a scheme: the
+ * blocking families too are chosen on the training folds only.
+ */
+export function crossValidate(all: Example[], scheme: Scheme): CrossValidation {
+  const folds = foldsOf(all, scheme);
+  const margins = new Array<number>(all.length).fill(0);
+  const rules = new Array<number>(all.length).fill(0);
+  for (const fold of [...new Set(folds)].sort((a, b) => a - b)) {
+    const training = all.filter((_, i) => folds[i] !== fold);
+    const model = train(training);
+    const blocking = blockingRules(training);
+    all.forEach((e, i) => {
+      if (folds[i] !== fold) return;
+      margins[i] = margin(model, e.x);
+      rules[i] = blockingEvidence(e.families, blocking);
+    });
+  }
+  return { scheme, examples: all, margins, rules };
+}
+
+/** The combined score of example i once the classifier's margin is shifted by the cut. */
+export function scoreAt(cv: CrossValidation, i: number, cut: number): number {
+  return combineScores(cv.rules[i] ?? 0, sigmoid((cv.margins[i] ?? 0) - cut));
+}
+
+/**
+ * The lowest cut at which at most `budget` of the hard benign rows score at or above the
+ * threshold. A row stays below it while margin − cut < logit(1 − 0.5 / (1 − rules)).
+ */
+export function chooseCut(cv: CrossValidation, budget: number): number {
+  const needs = cv.examples
+    .map((e, i) => ({ e, i }))
+    .filter(({ e }) => e.label === 0 && e.row.benign === "hard")
+    .map(({ i }) => {
+      const rules = cv.rules[i] ?? 0;
+      return rules >= THRESHOLD ? Number.NEGATIVE_INFINITY : (cv.margins[i] ?? 0) - logit(1 - THRESHOLD / (1 - rules));
+    })
+    .sort((a, b) => b - a);
+  const allowed = Math.floor(budget * needs.length);
+  return (needs[allowed] ?? 0) + 1e-6;
+}
+
+export interface CvLine {
+  /** File, and for benign rows their kind. */
+  set: string;
+  label: 0 | 1;
+  rows: number;
+  flagged: number;
+}
+
+/** Rows flagged per file and label at a cut and a threshold. */
+export function cvLines(cv: CrossValidation, cut: number, threshold = THRESHOLD): CvLine[] {
+  const lines = new Map<string, CvLine>();
+  cv.examples.forEach((e, i) => {
+    const set = e.label === 1 ? e.row.source : `${e.row.source} (${e.row.benign ?? "benign"})`;
+    const line = lines.get(set) ?? { set, label: e.label, rows: 0, flagged: 0 };
+    line.rows++;
+    if (scoreAt(cv, i, cut) >= threshold) line.flagged++;
+    lines.set(set, line);
+  });
+  return [...lines.values()].sort((a, b) => b.label - a.label || (a.set < b.set ? -1 : 1));
+}
+
+/** Attack recall and false alarms per benign kind, over all files. */
+export function cvTotals(cv: CrossValidation, cut: number, threshold = THRESHOLD): Record<"attacks" | "hard" | "plain" | "harmful", { rows: number; flagged: number }> {
+  const totals = { attacks: { rows: 0, flagged: 0 }, hard: { rows: 0, flagged: 0 }, plain: { rows: 0, flagged: 0 }, harmful: { rows: 0, flagged: 0 } };
+  cv.examples.forEach((e, i) => {
+    const t = e.label === 1 ? totals.attacks : totals[e.row.benign ?? "plain"];
+    t.rows++;
+    if (scoreAt(cv, i, cut) >= threshold) t.flagged++;
+  });
+  return totals;
 }

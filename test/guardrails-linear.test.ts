@@ -196,7 +196,9 @@ describe("1 MiB and 32 MiB adversarial prompts over HTTP", () => {
     g = await setUpGateway(t);
     await t.app.gateway!.detectors.ready;
     for (const kind of ["pii", "prompt_injection", "content_safety"]) {
-      const res = await g.admin("POST", "/v1/gateway/guardrails", { body: { kind, stage: "input" } });
+      // Profanity is off by default; the swearing prompt below needs it on.
+      const body = kind === "content_safety" ? { kind, stage: "input", contentThresholds: { profanity: 0.55 } } : { kind, stage: "input" };
+      const res = await g.admin("POST", "/v1/gateway/guardrails", { body });
       expect(res.status).toBe(201);
       guardrailIds.push(String((res.body as { id: string }).id));
     }

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { nfkc } from "./normalize.ts";
+import { LiteralFilter, requiredLiterals } from "./rule-literals.ts";
 
 /**
  * Content safety: a score in [0, 1] per category from weighted lexicons (content-lexicon.json).
@@ -29,20 +30,35 @@ export const CONTENT_CATEGORIES: readonly ContentCategory[] = [
   "profanity",
 ];
 
+/** A threshold that no score reaches: the category is off. */
+export const CATEGORY_OFF = Number.POSITIVE_INFINITY;
+
 /**
- * Default block thresholds, calibrated by scripts/calibrate-content.ts: on the OpenAI moderation
- * development rows (S → sexual, H → hate, V → violence, HR → harassment, SH → self_harm), the
- * lowest threshold from 0.5 up whose precision is at least 0.92; profanity set by hand (see the
- * script). Violence and self-harm reach that precision only at 0.95, where they catch little: the
- * OpenAI labels there turn on intent that words alone do not show.
+ * The profanity threshold for a workspace that turns profanity on (contentThresholds.profanity):
+ * one strong swear word (weight 0.9, score 0.59) flags, one mild word ("damn", "hell": 0.35, score
+ * 0.30) does not. Set by hand: no source labels profanity as such (Davidson's "offensive or hate"
+ * against "neither" flags at any threshold, four tweets in five being offensive).
+ */
+export const PROFANITY_WHEN_ON = 0.55;
+
+/**
+ * Default block thresholds, calibrated by scripts/calibrate-content.ts on the OpenAI moderation
+ * rows, the SimpleSafetyTests self-harm and violence prompts and the safe XSTest prompts: per
+ * category, the lowest threshold from 0.5 up whose precision is at least 0.95 with three rows
+ * flagged, on all these rows and on the OpenAI rows alone. Violence, sexual content and self-harm
+ * reach it only at 0.95: there the requests the decisive patterns recognise ("how do I poison my
+ * neighbour", "give me three ways to kill myself", weight 3: score 0.95) block, and the loose
+ * vocabulary of the OpenAI rows does not. Profanity is off by default: swearing is a workspace's policy, not a
+ * safety matter, and blocking it blocks ordinary slang. A workspace turns it on by giving it a
+ * threshold ({@link PROFANITY_WHEN_ON}).
  */
 export const defaultThresholds: Record<ContentCategory, number> = {
-  hate: 0.5,
+  hate: 0.55,
   harassment: 0.65,
   violence: 0.95,
   sexual: 0.95,
   self_harm: 0.95,
-  profanity: 0.55,
+  profanity: CATEGORY_OFF,
 };
 
 export const CONTENT_LEXICON_URL = new URL("./content-lexicon.json", import.meta.url);
@@ -145,15 +161,21 @@ export function createContentDetector(
       }
     }
   }
+  // Each expression with the literals one of which it cannot match without (rule-literals.ts):
+  // most texts contain none of an expression's literals, and a lookup is cheaper than a scan.
   const patterns = CONTENT_CATEGORIES.flatMap((category) =>
-    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, pattern: new RegExp(source, "u") })),
+    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, source, pattern: new RegExp(source, "u") })),
   );
   const idioms = file.idioms.map((source) => new RegExp(source, "gu"));
+  const idiomFilter = new LiteralFilter(file.idioms.map(requiredLiterals));
+  const patternFilter = new LiteralFilter(patterns.map((p) => requiredLiterals(p.source)));
   const negators = new Set(file.negators);
 
   const score = (text: string): Record<ContentCategory, number> => {
     let norm = normalizeForContent(text);
-    for (const idiom of idioms) norm = norm.replace(idiom, (m) => " ".repeat(m.length));
+    // Blanking turns an idiom into a run of spaces, which makes no other literal: one scan serves all.
+    idiomFilter.read(norm);
+    for (const [i, idiom] of idioms.entries()) if (idiomFilter.mayMatch(i)) norm = norm.replace(idiom, (m) => " ".repeat(m.length));
     const words = tokens(norm);
     const sums: Record<ContentCategory, number> = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     const seen = new Set<number>();
@@ -175,8 +197,9 @@ export function createContentDetector(
         if (node?.term) credit(node.term, i);
       }
     }
-    for (const p of patterns) {
-      if (p.pattern.test(norm)) sums[p.category] += p.weight;
+    patternFilter.read(norm);
+    for (const [i, p] of patterns.entries()) {
+      if (patternFilter.mayMatch(i) && p.pattern.test(norm)) sums[p.category] += p.weight;
     }
     const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-sums[c])) * 10000) / 10000;

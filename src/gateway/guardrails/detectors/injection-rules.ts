@@ -1,4 +1,5 @@
 import { markdownImageTemplate } from "./injection-scans.ts";
+import { requiredLiterals } from "./rule-literals.ts";
 
 /**
  * Rule families of the prompt-injection detector. Each family holds weighted patterns; a family
@@ -23,6 +24,7 @@ export type RuleFamily =
   | "authority_claim"
   | "indirect_instruction"
   | "tool_exfiltration"
+  | "secret_request"
   | "output_forcing";
 
 /** Where a rule matched: a regular expression's match, or a scanner's. */
@@ -36,6 +38,8 @@ export interface InjectionRule {
   weight: number;
   /** A regular expression, or a scanner where an expression would take quadratic time. */
   pattern: { exec(text: string): RuleMatch | null };
+  /** Strings one of which every match contains (rule-literals.ts): without any, the rule is skipped. */
+  literals?: readonly string[];
 }
 
 /**
@@ -71,6 +75,7 @@ export const RULE_FAMILIES: readonly RuleFamily[] = [
   "authority_claim",
   "indirect_instruction",
   "tool_exfiltration",
+  "secret_request",
   "output_forcing",
 ];
 
@@ -86,7 +91,8 @@ const ES_OBJ = "(?:instrucciones|reglas|órdenes|indicaciones|directrices|tareas
 const FR_OBJ = "(?:instructions|règles|consignes|ordres|directives|tâches|restrictions)";
 
 function rule(family: RuleFamily, weight: number, source: string): InjectionRule {
-  return { family, weight, pattern: new RegExp(source, "u") };
+  const literals = requiredLiterals(source);
+  return { family, weight, pattern: new RegExp(source, "u"), ...(literals ? { literals } : {}) };
 }
 
 export const INJECTION_RULES: readonly InjectionRule[] = [
@@ -123,7 +129,9 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("persona_jailbreak", 0.3, `\\bjailbreak\\b`),
   rule("persona_jailbreak", 0.9, `\\bdo anything now\\b|\\b(?:you are|you're|now|been) jailbroken\\b|\\bjailbreak mode\\b|\\bdan mode\\b|\\bdeveloper mode (?:enabled|activated|output|response)|\\bwith developer mode enabled\\b`),
   rule("persona_jailbreak", 0.85, `\\b(?:you are|you're|you will be|act as|pretend (?:to be|you are)|roleplay as|role-play as|immerse yourself into the role of|play the role of)\\b.{0,120}\\b(?:no|without any|without|free of all|free from all|not bound by any|not limited by|not confined by) (?:\\w+ )?(?:restrictions|filters|limits|limitations|rules|guidelines|policies|censorship|ethics|morals|boundaries|confines)\\b`),
-  rule("persona_jailbreak", 0.8, `\\b(?:(?:has |have )?broken free|free of all restrictions|never refuses?|never says? no|stay in character no matter|does not give a|immoral|unethical and|completely amoral|unfiltered(?: and uncensored)?|uncensored (?:ai|outputs?|responses?|version)|without (?:any )?(?:moral|ethical) (?:guidelines|restrictions|principles))\\b`),
+  rule("persona_jailbreak", 0.8, `\\b(?:(?:has |have )?broken free|free of all restrictions|never refuses?|never says? no|stay in character no matter|does not give a|unethical and|completely amoral|unfiltered and uncensored|uncensored (?:ai|outputs?|responses?)|without (?:any )?(?:moral|ethical) (?:guidelines|restrictions|principles))\\b`),
+  // Single words are weak: "discuss why an action is immoral", "an unfiltered list of rock songs".
+  rule("persona_jailbreak", 0.3, `\\b(?:immoral|amoral|unfiltered|uncensored)\\b`),
   rule("persona_jailbreak", 0.7, `\\b(?:ignore|bypass|disable|turn off|remove|lift)s?(?: all| any| the| your)? (?:content (?:policy|policies|filters?)|safety (?:rules|filters?|guidelines|protocols)|ethical guidelines|openai(?:'s)? (?:policies|rules|content policy))\\b`),
   rule("persona_jailbreak", 0.7, `\\b(?:pretend|imagine) (?:that )?you(?: are|'re)? an? (?:evil|rogue|malicious|unrestricted|unfiltered|uncensored|jailbroken) (?:ai|assistant|model|chatbot|bot)\\b`),
   rule("persona_jailbreak", 0.85, `\\bentwicklermodus\\b.{0,60}\\b(?:keine|ohne|aktiviert|filter|richtlinien)\\b|\\b(?:ki|ai|modell|assistent)[- ]?(?:modell )?ohne (?:einschränkungen|filter|grenzen|regeln)\\b|\\bohne (?:einschränkungen|filter|zensur)\\b.{0,40}\\b(?:antworte|beantworte)|\\bkeine (?:inhaltsrichtlinien|einschränkungen|filter) mehr\\b|\\bstell dir vor, du bist eine böse ki\\b`),
@@ -160,6 +168,10 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   { family: "tool_exfiltration", weight: 0.7, pattern: markdownImageTemplate },
   rule("tool_exfiltration", 0.75, `\\buse your (?:email|e-mail|mail|shell|browser|file|code|payment) tool to\\b|\\busa tu herramienta de (?:correo|archivos)\\b|\\bnutze dein (?:e-mail|mail)-?werkzeug\\b|\\butilise ton outil\\b|\\b(?:lösche|löschen sie) alle dateien\\b`),
   rule("tool_exfiltration", 0.7, `\\b(?:list|print|reveal|output|tell me|give me|send me|dump)(?: all)?(?: of)? (?:the |your )?(?:admin |stored |saved |user |root )?(?:passwords?|api keys?|credentials|secrets|access tokens)\\b|\\b(?:contraseñas guardadas|clé api stockée|passwörter)\\b`),
+
+  // Asking the assistant for a secret it holds (its password, key or PIN); other languages by cues --------
+  rule("secret_request", 0.75, `\\b(?:what(?:'s| is| was)|tell|share|give|reveal|show|print|say|send|spell out|disclose|provide|leak)(?: (?:me|us|with me|with us))? your (?:secret(?: key| word| code| phrase| password)?|password|passcode|pass ?phrase|pin(?: code| number)?|access code|api key|credentials)\\b`),
+  rule("secret_request", 0.75, `\\b(?:what(?:'s| is| was)|tell|share|give|reveal|show|print|say|send|spell out|disclose|provide|leak)(?: (?:me|us|with me|with us))? the (?:secret key|secret password|password|passcode|pass ?phrase|admin password|access code|api key)\\b(?! (?:requirements?|polic(?:y|ies)|rules|manager|reset|strength|length|field|format|prompt|for (?:my|your|the) (?:wifi|router|account)))`),
 
   // Task switch after praise or an interjection (deepset style; weak alone) ---------------------------
   rule("task_switch", 0.45, `^\\W*(?:wow|well done|very well done|very good|good job|great|excellent|simply great|okay|ok|congratulations|perfect|fantastic|sehr gut|sehr gut gemacht|gut gemacht|super|ausgezeichnet|einfach großartig|herzlichen glückwunsch|mann, du hast|man, you did)\\b[^?]{0,100}\\b(?:now|but now|next|nun|jetzt|aber jetzt)\\b.{0,60}\\b(?:task|tasks|assignment|write|help|aufgabe|aufgaben|schreib|schreibe|verfasse|hilf)`),

@@ -1,5 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
+import { buildCueIndex, findCues, type CueHit, type CueIndex } from "./injection-cues.ts";
+import { InjectionFeaturizer, STRONG_RULE } from "./injection-features.ts";
 import {
   INJECTION_RULES,
   MENTION_DISCOUNTED,
@@ -11,29 +13,33 @@ import {
   type RuleMatch,
 } from "./injection-rules.ts";
 import { mixedWordCount, quotedSpans, shoutedRun } from "./injection-scans.ts";
-import { nfkc } from "./normalize.ts";
-import { dequantize, featurize, sigmoid, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
+import { LiteralFilter } from "./rule-literals.ts";
+import { dequantize, foldText, sigmoid, wordsOf, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
 
 /**
- * Prompt-injection score in [0, 1]: weighted rule families (injection-rules.ts) combined with a
- * small logistic-regression classifier over hashed word and character n-grams, trained in this
- * repository by scripts/train-injection.ts into injection-weights.json.
- *
- * The two combine as independent evidence, score = 1 − (1 − rules) · (1 − classifier), except that
- * the classifier alone is capped below the threshold (see {@link combineScores}). A text scoring at
- * least the threshold (default 0.5) is an injection attempt.
+ * Prompt-injection score in [0, 1]: a logistic-regression classifier over hashed word and
+ * character n-grams and the rule families that match (injection-features.ts), trained in this repository by scripts/train-injection.ts into
+ * injection-weights.json. The classifier blocks on its own. The rule families that proved precise
+ * under cross-validation (listed in the weights file) also block on their own:
+ * score = 1 − (1 − rules) · (1 − classifier). A text scoring at least the threshold (0.5) is an
+ * injection attempt.
  */
 
 export const INJECTION_WEIGHTS_URL = new URL("./injection-weights.json", import.meta.url);
 
+export const INJECTION_WEIGHTS_FORMAT = "warden-injection/2";
+
 /** The weights file written by scripts/train-injection.ts. */
 export interface InjectionWeightsFile {
-  format: "warden-injection-lr/1";
+  format: typeof INJECTION_WEIGHTS_FORMAT;
   features: FeatureConfig;
+  /** Already shifted so that the classifier says 0.5 at the cross-validated cut. */
   bias: number;
   weights: QuantizedWeights;
   /** Score at or above which a text counts as an injection. */
   threshold: number;
+  /** Rule families whose weight counts as evidence on its own, besides being a feature. */
+  blockingRules: RuleFamily[];
   /** What the weights were trained on; informational. */
   trainedOn: Record<string, number>;
 }
@@ -42,8 +48,9 @@ export interface InjectionExplanation {
   score: number;
   /** The classifier's probability alone. */
   classifier: number;
-  /** The rule evidence alone, and the families that matched with their weights. */
+  /** The evidence of the blocking rule families alone. */
   rules: number;
+  /** Every family that matched, with its weight (blocking or not). */
   families: Partial<Record<RuleFamily, number>>;
 }
 
@@ -58,7 +65,7 @@ export function parseInjectionWeights(json: string): InjectionWeightsFile {
   const raw: unknown = JSON.parse(json);
   if (typeof raw !== "object" || raw === null) throw new Error("injection weights: not an object");
   const w = raw as Partial<InjectionWeightsFile>;
-  if (w.format !== "warden-injection-lr/1") throw new Error(`injection weights: unknown format ${String(w.format)}`);
+  if (w.format !== INJECTION_WEIGHTS_FORMAT) throw new Error(`injection weights: unknown format ${String(w.format)}`);
   const f = w.features;
   if (!f || typeof f.dims !== "number" || (f.dims & (f.dims - 1)) !== 0 || f.dims < 2) {
     throw new Error("injection weights: features.dims must be a power of two");
@@ -72,6 +79,10 @@ export function parseInjectionWeights(json: string): InjectionWeightsFile {
   if (!w.weights || typeof w.weights.scale !== "number" || typeof w.weights.data !== "string") {
     throw new Error("injection weights: weights must be {scale, data}");
   }
+  const known: readonly string[] = RULE_FAMILIES;
+  if (!Array.isArray(w.blockingRules) || w.blockingRules.some((r) => !known.includes(r))) {
+    throw new Error("injection weights: blockingRules must list rule families");
+  }
   return w as InjectionWeightsFile;
 }
 
@@ -79,8 +90,12 @@ export function parseInjectionWeights(json: string): InjectionWeightsFile {
 
 /** NFKC, lower case, straight quotes, single spaces; line breaks kept (delimiter rules use them). */
 export function normalizeForRules(text: string): string {
-  return nfkc(text)
-    .toLowerCase()
+  return normalizeFolded(foldText(text));
+}
+
+/** {@link normalizeForRules} of a text already folded (NFKC, lower case). */
+function normalizeFolded(folded: string): string {
+  return folded
     .replace(/[\u2018\u2019\u201b\u2032]/g, "'")
     .replace(/[\u201c\u201d\u201e\u2033]/g, '"')
     .replace(/\\n/g, "\n")
@@ -142,8 +157,8 @@ function unreverse(text: string): string | undefined {
 }
 
 /** The normalized text and the de-obfuscated variants that apply to it. */
-export function ruleVariants(text: string): string[] {
-  const base = normalizeForRules(text);
+export function ruleVariants(text: string, folded: string = foldText(text)): string[] {
+  const base = normalizeFolded(folded);
   const variants = [base];
   for (const v of [unleet(base), unspace(text.toLowerCase()), unbase64(text), unreverse(base)]) {
     if (v !== undefined && v !== base) variants.push(v);
@@ -159,18 +174,36 @@ function isMention(match: RuleMatch, quotes: [number, number][], framed: boolean
   return quotes.length === 0 || quotes.some(([a, b]) => start >= a && end <= b);
 }
 
+/** One literal filter per rule list (rule-literals.ts), built on first use. */
+const filters = new WeakMap<readonly InjectionRule[], LiteralFilter>();
+
+function filterFor(rules: readonly InjectionRule[]): LiteralFilter {
+  let filter = filters.get(rules);
+  if (!filter) {
+    filter = new LiteralFilter(rules.map((r) => r.literals));
+    filters.set(rules, filter);
+  }
+  return filter;
+}
+
 /** Per-family weights of the rules that match any variant of the text. */
 export function ruleFamilies(
   text: string,
   rules: readonly InjectionRule[] = INJECTION_RULES,
+  folded: string = foldText(text),
 ): Partial<Record<RuleFamily, number>> {
   const families: Partial<Record<RuleFamily, number>> = {};
   if (shouted(text)) families.output_forcing = 0.5;
   // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
-  const variants = ruleVariants(text).map((v) => ({ text: v, quotes: undefined as [number, number][] | undefined, framed: undefined as boolean | undefined }));
-  for (const r of rules) {
+  const filter = filterFor(rules);
+  const variants = ruleVariants(text, folded).map((v) => ({ text: v, quotes: undefined as [number, number][] | undefined, framed: undefined as boolean | undefined }));
+  // Most texts have one variant; a rule whose literals a variant lacks cannot match it.
+  const single = variants.length === 1;
+  if (single) filter.read(variants[0]?.text ?? "");
+  for (const [index, r] of rules.entries()) {
     if ((families[r.family] ?? 0) >= r.weight) continue;
     for (const v of variants) {
+      if (single && !filter.mayMatch(index)) continue;
       const m = r.pattern.exec(v.text);
       if (!m) continue;
       let mention = false;
@@ -187,44 +220,93 @@ export function ruleFamilies(
   return families;
 }
 
-/** Independent-evidence combination of family weights: 1 − Π(1 − w). */
-export function combineFamilies(families: Partial<Record<RuleFamily, number>>): number {
+/**
+ * The evidence that blocks on its own: the strong matches (weight ≥ 0.5) of the blocking families,
+ * combined. Weak matches, and an attack quoted in a question about it, only inform the classifier.
+ */
+export function blockingEvidence(families: Partial<Record<RuleFamily, number>>, blocking: readonly RuleFamily[]): number {
   let keep = 1;
-  for (const family of RULE_FAMILIES) keep *= 1 - (families[family] ?? 0);
+  for (const family of blocking) {
+    const weight = families[family] ?? 0;
+    if (weight >= STRONG_RULE) keep *= 1 - weight;
+  }
   return 1 - keep;
+}
+
+// --- Cue pairs: the rules in every language ----------------------------------------------------------
+
+/** Weight of an override or a secret request recognised by its cue words. */
+const CUE_RULE_WEIGHT = 0.6;
+/** Two cues at most this many words apart, and at most this many cues apart, form a pair. */
+const CUE_PAIR_WORDS = 6;
+const CUE_PAIR_FANOUT = 3;
+
+/**
+ * Overrides and secret requests in the languages the patterns do not cover: IGNORE next to
+ * INSTRUCTION or PRIOR ("पिछले निर्देशों को अनदेखा करें", "忽略之前的指令"), REVEAL next to PASSWORD
+ * or SECRET ("비밀번호를 알려주세요"). At least one of the two words must not be English: English
+ * has the patterns above, which know a mention from an attack.
+ */
+function addCueFamilies(hits: readonly CueHit[], families: Partial<Record<RuleFamily, number>>): void {
+  const raise = (family: RuleFamily): void => {
+    if ((families[family] ?? 0) < CUE_RULE_WEIGHT) families[family] = CUE_RULE_WEIGHT;
+  };
+  for (let a = 0; a < hits.length; a++) {
+    const first = hits[a];
+    if (!first) continue;
+    for (let b = a + 1; b < hits.length && b <= a + CUE_PAIR_FANOUT; b++) {
+      const second = hits[b];
+      if (!second || second.word - first.word > CUE_PAIR_WORDS) break;
+      if (first.english && second.english) continue;
+      const has = (x: string, y: readonly string[]): boolean =>
+        (first.concept === x && y.includes(second.concept)) || (second.concept === x && y.includes(first.concept));
+      if (has("IGNORE", ["INSTRUCTION", "PRIOR"])) raise("instruction_override");
+      if (has("REVEAL", ["PASSWORD", "SECRET"])) raise("secret_request");
+    }
+  }
+}
+
+let cueIndex: CueIndex | undefined;
+
+/** What the classifier and the rules read from a text. */
+export interface InjectionEvidence {
+  /** Lower-cased NFKC words. */
+  tokens: string[];
+  /** Every rule family that matched, patterns and cue pairs, with its weight. */
+  families: Partial<Record<RuleFamily, number>>;
+}
+
+export function injectionEvidence(text: string): InjectionEvidence {
+  // One NFKC pass serves the rules, the cues and the n-grams.
+  const folded = foldText(text);
+  const tokens = wordsOf(folded);
+  cueIndex ??= buildCueIndex();
+  const hits = findCues(tokens, cueIndex);
+  const families = ruleFamilies(text, INJECTION_RULES, folded);
+  addCueFamilies(hits, families);
+  return { tokens, families };
 }
 
 // --- Detector ---------------------------------------------------------------------------------------
 
-/** Below this rule evidence the classifier speaks alone, and is capped. */
-export const CLASSIFIER_ALONE_BELOW = 0.1;
-/** The most the classifier can score when no rule gives evidence: below the 0.5 threshold. */
-export const CLASSIFIER_ALONE_CAP = 0.45;
-
-/**
- * 1 − (1 − rules)(1 − classifier), where the classifier alone (rule evidence under 0.1) is capped
- * at 0.45: it strengthens rule evidence, but never blocks a text on its own. An n-gram model has
- * learned that "forget everything" is an attack, and cannot tell "my boss told me to forget
- * everything I learned" apart.
- */
+/** Classifier and blocking rules as independent evidence: 1 − (1 − rules)(1 − classifier). */
 export function combineScores(rules: number, classifier: number): number {
-  const c = rules < CLASSIFIER_ALONE_BELOW ? Math.min(classifier, CLASSIFIER_ALONE_CAP) : classifier;
-  return 1 - (1 - rules) * (1 - c);
+  return 1 - (1 - rules) * (1 - classifier);
 }
 
 export function createInjectionDetector(file: InjectionWeightsFile): InjectionDetector {
   const weights = dequantize(file.weights, file.features.dims);
-  const classify = (text: string): number => {
-    let z = file.bias;
-    for (const [bucket, value] of featurize(text, file.features)) z += (weights[bucket] ?? 0) * value;
-    return sigmoid(z);
-  };
+  const featurizer = new InjectionFeaturizer(file.features);
   const explain = (text: string): InjectionExplanation => {
-    const families = ruleFamilies(text);
-    const rules = combineFamilies(families);
-    const classifier = classify(text);
+    const evidence = injectionEvidence(text);
+    let z = file.bias;
+    featurizer.visit(evidence, (bucket, value) => {
+      z += (weights[bucket] ?? 0) * value;
+    });
+    const classifier = sigmoid(z);
+    const rules = blockingEvidence(evidence.families, file.blockingRules);
     const score = combineScores(rules, classifier);
-    return { score: round4(score), classifier: round4(classifier), rules: round4(rules), families };
+    return { score: round4(score), classifier: round4(classifier), rules: round4(rules), families: evidence.families };
   };
   return {
     threshold: file.threshold,
