@@ -207,7 +207,8 @@ export function createContentDetector(
       if (patternFilter.mayMatch(i) && p.pattern.test(norm)) sums[p.category] += p.weight;
     }
     const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
-    for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-sums[c])) * 10000) / 10000;
+    // A safe context (a game, a film) weighs negatively; a score is never below 0.
+    for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-Math.max(0, sums[c]))) * 10000) / 10000;
     return out;
   };
 
