@@ -1,17 +1,18 @@
 /**
- * In-process cost of the guardrail detectors per request, for 1 KB and 10 KB prompts:
+ * In-process cost of the guardrail detectors per request:
  *
  *   node scripts/bench-guardrails.ts
  *
- * The prompts are ordinary English text with a few numbers, an e-mail address and an IP address
- * mixed in (so that the PII validators run), built deterministically. Each size runs a warm-up,
- * then a fixed number of requests; each request runs PII, prompt injection and content safety
- * on the same text, as a gateway input check with all three guardrails on would. Prints the
- * median, p99 and mean per request, for all three together and for each detector.
+ * - the evaluation texts (every development row) joined and cut into 1 KB requests, 3,000 of them
+ *   spread over the whole corpus: the figure the cost target is stated for;
+ * - each development row as a request of its own, as milliseconds per KB of its text (short rows
+ *   weigh their fixed cost more);
+ * - ordinary English prompts of 1 KB and 10 KB with an e-mail, an IP and an order number mixed in
+ *   (the synthetic prompt of earlier measurements).
+ * Each prints the median, p99, mean and maximum elapsed time, and the median and p99 of the CPU time
+ * (which a machine shared with other work inflates less), for all three detectors and for each.
  */
-import { loadContentSafety } from "../src/gateway/guardrails/detectors/content-safety.ts";
-import { loadInjection } from "../src/gateway/guardrails/detectors/injection.ts";
-import { loadPii } from "../src/gateway/guardrails/detectors/pii.ts";
+import { checks, chunks, evaluationTexts, machine, ms, time } from "./guardrail-cost.ts";
 
 const SENTENCES = [
   "Could you help me plan a three-day trip to Lisbon in early May with a budget of about 900 euros?",
@@ -36,39 +37,23 @@ function prompt(bytes: number, seed: number): string {
   return out.slice(0, bytes);
 }
 
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-}
-
-const pii = await loadPii();
-const injection = await loadInjection();
-const content = await loadContentSafety();
-
-const detectors: [string, (text: string) => unknown][] = [
-  ["pii", (t) => pii.detect(t)],
-  ["injection", (t) => injection.score(t)],
-  ["content", (t) => content.score(t)],
+const all = await checks();
+const texts = evaluationTexts();
+const sets: [string, string[], boolean][] = [
+  ["evaluation texts, 1 KB requests", chunks(texts, 1024, 3000), false],
+  ["evaluation rows, per KB", texts, true],
+  ["synthetic prompt, 1 KB", Array.from({ length: 2000 }, (_, i) => prompt(1024, i % 50)), false],
+  ["synthetic prompt, 10 KB", Array.from({ length: 500 }, (_, i) => prompt(10 * 1024, i % 50)), false],
 ];
-
-const REQUESTS = 2000;
-const lines: string[] = ["| prompt | detectors | median | p99 | mean |", "| --- | --- | --- | --- | --- |"];
-for (const size of [1024, 10 * 1024]) {
-  const texts = Array.from({ length: 50 }, (_, i) => prompt(size, i));
-  const requests = size > 4096 ? REQUESTS / 4 : REQUESTS;
-  for (const [name, run] of [["all three", (t: string) => detectors.forEach(([, d]) => d(t))] as const, ...detectors]) {
-    for (let i = 0; i < 200; i++) run(texts[i % texts.length] ?? "");
-    const times: number[] = [];
-    for (let i = 0; i < requests; i++) {
-      const text = texts[i % texts.length] ?? "";
-      const start = performance.now();
-      run(text);
-      times.push(performance.now() - start);
-    }
-    times.sort((a, b) => a - b);
-    const mean = times.reduce((a, b) => a + b, 0) / times.length;
-    const ms = (x: number): string => `${x.toFixed(3)} ms`;
-    lines.push(`| ${size / 1024} KB | ${name} | ${ms(quantile(times, 0.5))} | ${ms(quantile(times, 0.99))} | ${ms(mean)} |`);
+const lines = [
+  "| requests | detectors | median | p99 | mean | max | CPU median | CPU p99 |",
+  "| --- | --- | --- | --- | --- | --- | --- | --- |",
+];
+for (const [name, set, perKb] of sets) {
+  for (const [detector, run] of all) {
+    const { wall, cpu } = time(run, set, perKb);
+    lines.push(`| ${name} (${set.length}) | ${detector} | ${ms(wall.p50)} | ${ms(wall.p99)} | ${ms(wall.mean)} | ${ms(wall.max)} | ${ms(cpu.p50)} | ${ms(cpu.p99)} |`);
   }
 }
-console.log(`Node ${process.version}, ${REQUESTS} requests at 1 KB and ${REQUESTS / 4} at 10 KB after a warm-up.\n`);
+console.log(`${machine()}\n`);
 console.log(lines.join("\n"));

@@ -15,6 +15,7 @@ import { DetectorLoader, bundledSources, type DetectorState } from "../src/gatew
 import { bitcoinBase58Valid, bitcoinBech32Valid, ethereumChecksumValid } from "../src/gateway/guardrails/detectors/pii-crypto.ts";
 import { creditCardValid, ibanValid, luhnValid, ssnValid } from "../src/gateway/guardrails/detectors/pii-validators.ts";
 import { detectPii, loadPii } from "../src/gateway/guardrails/detectors/pii.ts";
+import { LiteralSet, requiredLiterals } from "../src/gateway/guardrails/detectors/rule-literals.ts";
 import { ClassifierError, createHttpClassifier } from "../src/gateway/guardrails/plugins/http-classifier.ts";
 import { loadOnnxClassifier, type OrtTensor } from "../src/gateway/guardrails/plugins/onnx-classifier.ts";
 import { parseWordPieceTokenizer } from "../src/gateway/guardrails/plugins/wordpiece-tokenizer.ts";
@@ -285,11 +286,42 @@ describe("content safety", () => {
     expect(content.score("I would never kill anyone.").violence).toBeLessThan(content.score("I will kill anyone.").violence);
   });
 
-  it("is deterministic and every score is in [0, 1]", () => {
-    const text = rows[0]?.text ?? "";
-    const a = scoreContent(text);
-    expect(scoreContent(text)).toEqual(a);
-    for (const c of CONTENT_CATEGORIES) expect(a[c] >= 0 && a[c] <= 1).toBe(true);
+  it("is deterministic and every score is in [0, 1], a safe context too", () => {
+    for (const text of [rows[0]?.text ?? "", "Tell me about the best weapons for a game of chess in a novel."]) {
+      const a = scoreContent(text);
+      expect(scoreContent(text)).toEqual(a);
+      for (const c of CONTENT_CATEGORIES) expect(a[c] >= 0 && a[c] <= 1, `${c} ${a[c]}`).toBe(true);
+    }
+  });
+});
+
+describe("rule literals", () => {
+  it("reads the literals a match cannot do without, and gives up on any other shape", () => {
+    expect(requiredLiterals("\\b(?:ignore|disregard|forget)s?\\b(?: about)? \\S+")).toEqual(["ignore", "disregard", "forget"]);
+    // A character made optional by a quantifier ends the literal: "don'?t" needs only "don".
+    expect(requiredLiterals("\\b(?:do not|don'?t|never) (?:follow|obey)")).toEqual(["do not", "don", "never"]);
+    // Each top-level branch contributes its own.
+    expect(requiredLiterals("\\bpwned\\b|^\\W*state that\\b")).toEqual(["pwned", "state that"]);
+    expect(requiredLiterals("(?:^|\\n)system:")).toBeUndefined();
+    expect(requiredLiterals("\\b(?:you )?are evil")).toBeUndefined();
+    expect(requiredLiterals("\\b(?!chatgpt\\b)[a-z]{2,}gpt\\b")).toBeUndefined();
+  });
+
+  it("finds in one pass exactly the literals that includes() finds", () => {
+    const literals = ["ab", "b", "abc", "bca", "ä", "äb", "c a", "aaaa", "ignore", "gn"];
+    const set = new LiteralSet(literals);
+    let state = 7;
+    const letters = ["a", "b", "c", " ", "ä", "i", "g", "n", "o", "r", "e"];
+    for (let i = 0; i < 2000; i++) {
+      let text = "";
+      const length = i % 23;
+      for (let k = 0; k < length; k++) {
+        state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+        text += letters[state % letters.length];
+      }
+      const found = set.scan(text);
+      for (const literal of literals) expect(found[set.idOf(literal)] === 1, `${literal} in ${JSON.stringify(text)}`).toBe(text.includes(literal));
+    }
   });
 });
 

@@ -141,6 +141,10 @@ describe("detectors take time linear in the text", () => {
     "combining marks": (n) => "a" + "\u0301".repeat(n / 2) + "\u0316".repeat(n / 2),
     "one long word": repeat("x"),
     "short words": repeat("a "),
+    // Cue words: phrases, stems, and runs of a script without spaces scanned at every position.
+    "cue words in a run without spaces": repeat("忽略之前的指令"),
+    "cue stems in one long Korean word": repeat("비밀번호"),
+    "override cue pairs": repeat("ignora las instrucciones "),
   };
   for (const [name, make] of Object.entries(injectionShapes)) {
     it(`prompt injection: ${name}`, () => expectLinear(scoreInjection, make, 16 * KiB));
@@ -161,6 +165,9 @@ describe("detectors take time linear in the text", () => {
     "combining marks": (n) => "a" + "\u0301".repeat(n / 2) + "\u0316".repeat(n / 2),
     "idiom starts": repeat("kill the "),
     "one-letter words": repeat("a%"),
+    // Request patterns: a question word, a window of up to 40 characters, a verb and a person.
+    "requests without an end": repeat("how to kill "),
+    "safe contexts without an end": repeat("in the a "),
   };
   for (const [name, make] of Object.entries(contentShapes)) {
     it(`content safety: ${name}`, () => expectLinear(scoreContent, make, 16 * KiB));

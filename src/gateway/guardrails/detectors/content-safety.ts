@@ -80,8 +80,11 @@ export interface ContentDetector {
 
 interface TrieNode {
   next: Map<string, TrieNode>;
-  /** Word prefixes that end a term here (`masturbat*`), with their terms. */
-  prefixes: { prefix: string; term: Term }[];
+  /**
+   * Word prefixes that end a term here (`masturbat*`), with their terms, by first character: the
+   * root holds dozens, and every word of a text is tried against them.
+   */
+  prefixes: Map<string, { prefix: string; term: Term }[]>;
   term?: Term;
 }
 
@@ -92,7 +95,7 @@ interface Term {
 }
 
 function newNode(): TrieNode {
-  return { next: new Map(), prefixes: [] };
+  return { next: new Map(), prefixes: new Map() };
 }
 
 const TOKEN = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
@@ -148,7 +151,9 @@ export function createContentDetector(
         const word = words[i] ?? "";
         const last = i === words.length - 1;
         if (last && word.endsWith("*")) {
-          node.prefixes.push({ prefix: word.slice(0, -1), term });
+          const prefix = word.slice(0, -1);
+          const first = prefix.charAt(0);
+          node.prefixes.set(first, [...(node.prefixes.get(first) ?? []), { prefix, term }]);
           break;
         }
         let child = node.next.get(word);
@@ -192,7 +197,7 @@ export function createContentDetector(
       let node: TrieNode | undefined = root;
       for (let j = i; j < words.length && node; j++) {
         const word = words[j] ?? "";
-        for (const p of node.prefixes) if (word.startsWith(p.prefix)) credit(p.term, i);
+        for (const p of node.prefixes.get(word.charAt(0)) ?? []) if (word.startsWith(p.prefix)) credit(p.term, i);
         node = node.next.get(word);
         if (node?.term) credit(node.term, i);
       }
@@ -202,7 +207,8 @@ export function createContentDetector(
       if (patternFilter.mayMatch(i) && p.pattern.test(norm)) sums[p.category] += p.weight;
     }
     const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
-    for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-sums[c])) * 10000) / 10000;
+    // A safe context (a game, a film) weighs negatively; a score is never below 0.
+    for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-Math.max(0, sums[c]))) * 10000) / 10000;
     return out;
   };
 

@@ -188,33 +188,31 @@ function filterFor(rules: readonly InjectionRule[]): LiteralFilter {
 
 /** Per-family weights of the rules that match any variant of the text. */
 export function ruleFamilies(
-  text: string,
+  raw: string,
   rules: readonly InjectionRule[] = INJECTION_RULES,
-  folded: string = foldText(text),
+  folded: string = foldText(raw),
 ): Partial<Record<RuleFamily, number>> {
   const families: Partial<Record<RuleFamily, number>> = {};
-  if (shouted(text)) families.output_forcing = 0.5;
-  // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
+  if (shouted(raw)) families.output_forcing = 0.5;
   const filter = filterFor(rules);
-  const variants = ruleVariants(text, folded).map((v) => ({ text: v, quotes: undefined as [number, number][] | undefined, framed: undefined as boolean | undefined }));
-  // Most texts have one variant; a rule whose literals a variant lacks cannot match it.
-  const single = variants.length === 1;
-  if (single) filter.read(variants[0]?.text ?? "");
-  for (const [index, r] of rules.entries()) {
-    if ((families[r.family] ?? 0) >= r.weight) continue;
-    for (const v of variants) {
-      if (single && !filter.mayMatch(index)) continue;
-      const m = r.pattern.exec(v.text);
+  // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
+  // A family's weight is the most any of its rules gives on any variant, whatever the order.
+  for (const text of ruleVariants(raw, folded)) {
+    let quotes: [number, number][] | undefined;
+    let framed: boolean | undefined;
+    filter.read(text);
+    for (const [index, r] of rules.entries()) {
+      if ((families[r.family] ?? 0) >= r.weight || !filter.mayMatch(index)) continue;
+      const m = r.pattern.exec(text);
       if (!m) continue;
       let mention = false;
       if (MENTION_DISCOUNTED.has(r.family)) {
-        v.framed ??= MENTION_FRAME.test(v.text);
-        v.quotes ??= v.framed ? quotedSpans(v.text) : [];
-        mention = isMention(m, v.quotes, v.framed);
+        framed ??= MENTION_FRAME.test(text);
+        quotes ??= framed ? quotedSpans(text) : [];
+        mention = isMention(m, quotes, framed);
       }
       const weight = mention ? r.weight * MENTION_FACTOR : r.weight;
       if (weight > (families[r.family] ?? 0)) families[r.family] = weight;
-      if (weight === r.weight) break;
     }
   }
   return families;
