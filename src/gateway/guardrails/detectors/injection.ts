@@ -18,11 +18,11 @@ import { dequantize, foldText, sigmoid, wordsOf, type FeatureConfig, type Quanti
 
 /**
  * Prompt-injection score in [0, 1]: a logistic-regression classifier over hashed word and
- * character n-grams and the rule families that match (injection-features.ts), trained in this repository by scripts/train-injection.ts into
- * injection-weights.json. The classifier blocks on its own. The rule families that proved precise
- * under cross-validation (listed in the weights file) also block on their own:
- * score = 1 − (1 − rules) · (1 − classifier). A text scoring at least the threshold (0.5) is an
- * injection attempt.
+ * character n-grams and the rule families that match (injection-features.ts), trained in this
+ * repository by scripts/train-injection.ts into injection-weights.json. The classifier blocks on
+ * its own. The rule families that no benign development row matches strongly (listed in the weights
+ * file) also block on their own: score = 1 − (1 − rules) · (1 − classifier). A text scoring at
+ * least the threshold (0.5) is an injection attempt.
  */
 
 export const INJECTION_WEIGHTS_URL = new URL("./injection-weights.json", import.meta.url);
