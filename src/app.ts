@@ -119,7 +119,7 @@ export async function startApp(
         databaseDeadlines: config.databaseDeadlines,
         requestLogRetentionDays: config.requestLogRetentionDays,
         detectorSources: hooks.detectorSources,
-        counters: counters.store,
+        counters: counters.slices,
         defaultMaxTokens: config.gatewayDefaultMaxTokens,
         guardrailLimits: config.guardrailLimits,
         pipelineSink: (id, rowConfig, rows) => ingest.stream(id, rowConfig, rows),

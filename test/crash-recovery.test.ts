@@ -11,7 +11,8 @@ import { dropRedisKeys } from "./support/redis.ts";
 /**
  * The usage reservations of a gateway process that is killed are released within seconds, by
  * the sweep of a process that lives on, once the dead one's lease lapses; the live process's
- * own reservations stay. Lease TTL here: 1 s (renewed, and swept, every 250 ms).
+ * own reservations stay. So is the room of its slices (src/gateway/limits/slice.ts), which are
+ * reservations under its lease too. Lease TTL here: 1 s (renewed, and swept, every 250 ms).
  */
 
 const redisUrl = "redis://127.0.0.1:6379";
@@ -95,5 +96,86 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed while it
     live.abort();
     await liveCall;
     await until(async () => (await reserved()) === 0, "the live call's reservation to be released", releaseDeadlineMs);
+  });
+});
+
+describe.each(["postgres", "redis"] as const)("a gateway process killed under load, holding slices, counters in %s", (backend) => {
+  const redisPrefix = `warden-test:${randomBytes(6).toString("hex")}:`;
+  const masterKey = randomBytes(32).toString("hex");
+  const tokenLimit = 20_000;
+  let t: TestApp;
+  let admin: Call;
+  let provider: FakeProvider;
+  let doomed: Spawned;
+  let secret: string;
+  let limitId: string;
+
+  beforeAll(async () => {
+    const env: Record<string, string> = { WARDEN_MASTER_KEY: masterKey, WARDEN_USAGE_LEASE_TTL_MS: String(leaseTtlMs) };
+    if (backend === "redis") Object.assign(env, { REDIS_URL: redisUrl, WARDEN_REDIS_KEY_PREFIX: redisPrefix });
+    t = await startTestApp({ env });
+    admin = client(t.baseUrl, t.adminKey);
+    provider = await startFakeProvider("anthropic");
+    await admin("POST", "/v1/gateway/providers", { body: { name: "anthropic", kind: "anthropic", baseUrl: provider.url, apiKey: provider.apiKey } });
+    await admin("POST", "/v1/gateway/routing-rules", { body: { priority: 1, providerName: "anthropic" } });
+    const key = (await admin("POST", "/v1/gateway/keys", { body: { name: "sliced" } })).body as { id: string; secret: string };
+    secret = key.secret;
+    const limit = await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit } });
+    limitId = (limit.body as { id: string }).id;
+    await t.app.gateway!.watcher.reload();
+    doomed = await spawnWarden(
+      ["gateway"],
+      { ...env, DATABASE_URL: t.database.url, WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1", WARDEN_LOG_LEVEL: "info", WARDEN_DATA_DIR: t.config.dataDir },
+      "model gateway listening",
+    );
+  });
+
+  afterAll(async () => {
+    await doomed?.stop();
+    await provider?.close();
+    await t?.stop();
+    if (backend === "redis") {
+      await dropRedisKeys(redisUrl, redisPrefix);
+    }
+  });
+
+  async function consumption(): Promise<{ used: number; reserved: number }> {
+    const res = await admin("GET", "/v1/gateway/usage/limits");
+    const item = (res.body as { items: { limit: { id: string }; used: number; reserved: number }[] }).items.find((i) => i.limit.id === limitId)!;
+    return { used: Number(item.used), reserved: Number(item.reserved) };
+  }
+
+  function call(port: number, maxTokens: number, model: string, signal?: AbortSignal): Promise<number> {
+    return fetch(`http://127.0.0.1:${port}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": secret, "content-type": "application/json" },
+      body: JSON.stringify({ model, max_tokens: maxTokens, messages: [{ role: "user", content: "hi" }] }),
+      signal,
+    }).then(async (res) => (await res.arrayBuffer(), res.status), () => 0);
+  }
+
+  it("has their room back within seconds: a call that needs all of it then passes", { timeout: 90_000 }, async () => {
+    // Four callers one call after another, and one call the provider keeps: the process holds
+    // slices for what its calls reserve, and room beyond it for the calls to come.
+    let running = true;
+    const quick = fakeModel("claude-quick", { inputTokens: 1, outputTokens: 9 });
+    const load = Array.from({ length: 4 }, async () => {
+      while (running) if ((await call(doomed.port, 99, quick)) !== 200) break;
+    });
+    void call(doomed.port, 500, fakeModel("claude-kept", { delayMs: 60_000 }));
+    await until(async () => (await consumption()).used >= 1000 && provider.requests.length > 100, "the process to be busy, and to have written some usage", setUpWaitMs);
+
+    doomed.child.kill("SIGKILL");
+    await once(doomed.child, "exit");
+    running = false;
+    await Promise.all(load);
+    const { used } = await consumption();
+
+    // A call through the live process that needs every token no one has used ("hi" counts 1):
+    // refused while the dead process's slices hold room, then served once its lease has lapsed.
+    const everything = tokenLimit - used - 1;
+    let status = 429;
+    await until(async () => (status = await call(t.app.gateway!.port, everything, fakeModel("claude-all", { inputTokens: 1, outputTokens: 1 }))) !== 429, "the dead process's room to come back", releaseDeadlineMs);
+    expect(status).toBe(200);
   });
 });

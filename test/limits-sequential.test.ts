@@ -10,11 +10,13 @@ import { startTestApp, type TestApp } from "./support/app.ts";
 import { fakeModel } from "./support/fake-providers.ts";
 import { setUpGateway, type GatewayFixture } from "./support/gateway-setup.ts";
 import { dropRedisKeys } from "./support/redis.ts";
+import { setUpWaitMs, until } from "./support/wait.ts";
 
 /**
  * A usage limit never refuses a call it has room for when calls come one after another: each
- * call's usage is settled before its caller has the last byte of the answer, so the next call
- * never finds the previous reservation still held next to the usage it became.
+ * call's usage is settled (in its gateway process's slice) before its caller has the last byte of
+ * the answer, so the next call never finds the previous reservation still held next to the usage
+ * it became.
  *
  * The figures make any overlap a refusal. Each call reserves 1 (the counted "hi") + 499
  * (max_tokens) = 500 and the provider reports 4 + 6 = 10. With a limit of 900, call n finds
@@ -66,7 +68,7 @@ describe.each(["postgres", "redis"] as const)("calls back to back, with counters
     }
   });
 
-  it.each(variants)(`$endpoint, stream $stream: all ${calls} pass, and the usage API shows the exact total at once`, async ({ endpoint, stream }) => {
+  it.each(variants)(`$endpoint, stream $stream: all ${calls} pass, and the usage API shows the exact total once flushed`, async ({ endpoint, stream }) => {
     const key = (await g.admin("POST", "/v1/gateway/keys", { body: { name: `${endpoint}-${stream}` } })).body as { id: string; secret: string };
     const created = await g.admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit: limit } });
     const limitId = (created.body as { id: string }).id;
@@ -79,10 +81,13 @@ describe.each(["postgres", "redis"] as const)("calls back to back, with counters
       if (answer.status === 200 && stream) expect(answer.text).toContain(endpoint === "messages" ? "event: message_stop" : "event: response.completed");
     }
     expect(statuses).toEqual(Array(calls).fill(200));
-    // No waiting: every settle was applied before its answer ended.
-    const usage = await g.admin("GET", "/v1/gateway/usage/limits");
-    const item = (usage.body as { items: { limit: { id: string }; used: number; reserved: number }[] }).items.find((i) => i.limit.id === limitId);
-    expect(item).toMatchObject({ used: calls * 10, reserved: 0 });
+    // The slice writes its usage with its next flush, and gives its room back once idle.
+    const consumption = async () => {
+      const usage = await g.admin("GET", "/v1/gateway/usage/limits");
+      return (usage.body as { items: { limit: { id: string }; used: number; reserved: number }[] }).items.find((i) => i.limit.id === limitId);
+    };
+    await until(async () => (await consumption())?.reserved === 0, "the slice to be flushed and given back", setUpWaitMs);
+    expect(await consumption()).toMatchObject({ used: calls * 10, reserved: 0 });
   });
 });
 

@@ -423,6 +423,99 @@ describe.each(backends)("$name store", (backend) => {
     });
   });
 
+  describe("slices", () => {
+    /** A store of its own that holds a live lease, as a gateway process's does. */
+    async function leased(leaseTtlMs?: number): Promise<CounterStore> {
+      const s = track(backend.name === "pg"
+        ? new PgCounterStore({ databaseUrl: database.url, leaseTtlMs })
+        : new RedisCounterStore({ databaseUrl: database.url, redisUrl, keyPrefix, leaseTtlMs }));
+      await s.renewLease();
+      return s;
+    }
+
+    it("grants the call's amount plus a share of the room left, in whole steps, never past `most`, down to one call at a time", async () => {
+      // Two live leases (every other test's store has closed, and given its lease up): a grant
+      // takes at most a quarter of the room left after the call.
+      const [a, b] = [await leased(), await leased()];
+      const l = limit("daily", 10_000);
+      const now = at("2026-11-25T10:00:00Z");
+      expect(granted(await a.reserve([l], 100, now, { most: 1_000_000, step: 100 })).amount).toBe(100 + 2400); // ⌊9,900 / 4⌋ = 2,475
+      expect(granted(await b.reserve([l], 100, now, { most: 1_000_000, step: 100 })).amount).toBe(100 + 1800); // ⌊7,400 / 4⌋ = 1,850
+      expect(granted(await a.reserve([l], 100, now, { most: 250, step: 100 })).amount).toBe(100 + 200); // most, in whole steps
+      expect(granted(await a.reserve([l], 7, now)).amount).toBe(7); // no slice asked
+      // 5,293 left: a call of 5,000 leaves 293, whose quarter is less than one step.
+      expect(granted(await b.reserve([l], 5000, now, { most: 1_000_000, step: 5000 })).amount).toBe(5000);
+      expect(granted(await a.reserve([l], 293, now, { most: 1_000_000, step: 1 })).amount).toBe(293);
+      expect(await usage(store, l, now)).toEqual({ used: 0, reserved: 10_000 });
+      // The refusal reads the call's amount alone: a slice never refuses a call that fits.
+      expect(await b.reserve([l], 1, now, { most: 1_000_000, step: 1 })).toMatchObject({ ok: false });
+    });
+
+    it("takes the smallest room of the limits a slice covers", async () => {
+      const a = await leased();
+      const key = limit("daily", 100_000);
+      const group = limit("monthly", 1_000, "group");
+      const now = at("2026-11-25T10:00:00Z");
+      const slice = granted(await a.reserve([key, group], 10, now, { most: 1_000_000, step: 10 }));
+      expect(slice.amount).toBe(10 + 490); // one live lease: ⌊990 / 2⌋ = 495, the group's room
+      expect(await usage(store, key, now)).toEqual({ used: 0, reserved: 500 });
+    });
+
+    it("carries a slice: counts its usage, keeps part, gives the rest back, once", async () => {
+      const a = await leased();
+      const l = limit("daily", 10_000);
+      const now = at("2026-11-25T10:00:00Z");
+      const slice = granted(await a.reserve([l], 1000, now));
+      const next: Reservation = { ...slice, id: randomUUID(), amount: 400 };
+      expect(await a.carry(slice, 300, next)).toBe(400);
+      expect(await usage(store, l, now)).toEqual({ used: 300, reserved: 400 });
+      // A repeat (its answer lost, say) changes nothing and answers the same.
+      expect(await a.carry(slice, 300, next)).toBe(400);
+      expect(await a.carry(slice, 999, { ...next, id: randomUUID() })).toBe(0);
+      expect(await usage(store, l, now)).toEqual({ used: 300, reserved: 400 });
+      const last: Reservation = { ...slice, id: randomUUID(), amount: 0 };
+      expect(await a.carry(next, 250, last)).toBe(0);
+      expect(await usage(store, l, now)).toEqual({ used: 550, reserved: 0 });
+      // A call still in flight when nothing was kept settles on the successor.
+      await a.settle(last, 20);
+      expect(await usage(store, l, now)).toEqual({ used: 570, reserved: 0 });
+      expect(await durableUsed(l, now)).toBe(570);
+      await expect(a.carry(last, 0, { ...last, id: randomUUID(), amount: 1 })).rejects.toThrow(RangeError);
+    });
+
+    it("a slice the sweep took keeps nothing when carried, and its usage still counts", async () => {
+      const sweepAt = at("2000-01-01T00:00:00Z");
+      const t = at("2026-11-26T12:00:00Z");
+      const l = limit("daily", 1000);
+      await store.sweep(sweepAt); // what the tests before left to the sweep
+      const dying = await leased(50);
+      const slice = granted(await dying.reserve([l], 100, t, { most: 1000, step: 100 }));
+      // Its lease (50 ms) lapses: a lower bound on elapsed time, not a timing assertion.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await store.sweep(sweepAt)).toBe(1);
+      expect(await usage(store, l, t)).toEqual({ used: 0, reserved: 0 });
+      const next: Reservation = { ...slice, id: randomUUID(), amount: slice.amount - 100 };
+      expect(await dying.carry(slice, 100, next)).toBe(0);
+      expect(await usage(store, l, t)).toEqual({ used: 100, reserved: 0 });
+      await dying.settle(next, 40);
+      expect(await usage(store, l, t)).toEqual({ used: 140, reserved: 0 });
+      expect(await durableUsed(l, t)).toBe(140);
+    });
+
+    it("what a slice keeps stays under its process's lease: swept once that lease lapses", async () => {
+      const sweepAt = at("2000-01-01T00:00:00Z");
+      const t = at("2026-11-26T13:00:00Z");
+      const l = limit("daily", 1000);
+      await store.sweep(sweepAt);
+      const dying = await leased(50);
+      const slice = granted(await dying.reserve([l], 300, t));
+      expect(await dying.carry(slice, 100, { ...slice, id: randomUUID(), amount: 150 })).toBe(150);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await store.sweep(sweepAt)).toBe(1);
+      expect(await usage(store, l, t)).toEqual({ used: 100, reserved: 0 });
+    });
+  });
+
   describe("refusals", () => {
     it("refuses even an amount of 0 once used has reached the limit", async () => {
       const l = limit("daily", 100);

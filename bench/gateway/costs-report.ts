@@ -4,7 +4,7 @@ import { loadLine, ms, setupLines, signed, us, verdict, type RunSetup } from "./
 /** The input guardrails the cost bench switches on together, in the gateway's order. */
 export const guardrailKinds = ["pii", "prompt_injection", "content_safety"] as const;
 
-export type LimitVariantName = "no limit" | "PostgreSQL counters" | "Redis counters" | "no limit, Redis gateway";
+export type LimitVariantName = "bare proxy" | "no limit" | "PostgreSQL counters" | "Redis counters" | "no limit, Redis gateway";
 
 /** One prompt size with guardrails off or on, at c=1 through one gateway. */
 export interface GuardrailCell {
@@ -59,6 +59,8 @@ export const costTargets = {
   guardrail1KbMs: 1,
   /** Added p99 by the usage-limit step with counters in Redis. */
   redisAddedP99Ms: 0.3,
+  /** Issue 14: throughput at c=64 with limits on, as a share of the bare proxy's. */
+  limitedVsBareProxy: 0.7,
 };
 
 const kb = (bytes: number): string => `${Math.round(bytes / 1024)} KB`;
@@ -117,26 +119,28 @@ export function costsMarkdown(r: CostsBenchResult): string {
 
   const base = r.limits.find((l) => l.variant === "no limit");
   const redisBase = r.limits.find((l) => l.variant === "no limit, Redis gateway");
-  const sameProcessBase = (l: LimitRun): LimitRun | undefined => (l.process === base?.process ? base : redisBase);
+  const proxy = r.limits.find((l) => l.variant === "bare proxy");
+  const sameProcessBase = (l: LimitRun): LimitRun | undefined =>
+    l.process === base?.process ? base : l.process === redisBase?.process ? redisBase : undefined;
   lines.push(`## Usage-limit step at c=${r.concurrency}`, "");
   lines.push(
     "Latency in ms. CPU outside the bench: every process on the machine but the bench's own, per call: PostgreSQL (request log, " +
       "counters, settled usage), Redis, and any other work that ran meanwhile.",
     "",
-    "| Key's limit | Gateway process | req/s | vs no limit | p50 | p90 | p99 | p99 per round (min–max) | p99 over no limit | p99 over no limit, same process | µs CPU per call: gateway | µs CPU per call: outside the bench |",
-    "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    "| Key's limit | Process | req/s | vs bare proxy | vs no limit | p50 | p90 | p99 | p99 per round (min–max) | p99 over no limit | p99 over no limit, same process | µs CPU per call: process | µs CPU per call: outside the bench |",
+    "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
   );
   for (const l of r.limits) {
     const same = sameProcessBase(l);
     lines.push(
-      `| ${l.variant} | ${l.process} | ${Math.round(l.perSecond)} | ${base ? (l.perSecond / base.perSecond).toFixed(2) : "—"}× | ` +
+      `| ${l.variant} | ${l.process} | ${Math.round(l.perSecond)} | ${proxy ? (l.perSecond / proxy.perSecond).toFixed(2) : "—"}× | ${base ? (l.perSecond / base.perSecond).toFixed(2) : "—"}× | ` +
         `${ms(l.latency.p50)} | ${ms(l.latency.p90)} | ${ms(l.latency.p99)} | ${ms(Math.min(...l.roundP99s))}–${ms(Math.max(...l.roundP99s))} | ` +
         `${base ? signed(l.latency.p99 - base.latency.p99) : "—"} | ${same ? signed(l.latency.p99 - same.latency.p99) : "—"} | ` +
         `${us(l.gatewayCpu, l.requests)} | ${us(l.otherCpu, l.requests)} |`,
     );
   }
   lines.push("", "## Usage-limit step at c=1, ms", "");
-  lines.push("| Key's limit | Gateway process | calls | p50 | p90 | p99 | mean | p50 over no limit | p99 over no limit |", "|---|---|--:|--:|--:|--:|--:|--:|--:|");
+  lines.push("| Key's limit | Process | calls | p50 | p90 | p99 | mean | p50 over no limit | p99 over no limit |", "|---|---|--:|--:|--:|--:|--:|--:|--:|");
   for (const l of r.limits) {
     lines.push(
       `| ${l.variant} | ${l.process} | ${l.sequential.count} | ${ms(l.sequential.p50)} | ${ms(l.sequential.p90)} | ${ms(l.sequential.p99)} | ${ms(l.sequential.mean)} | ` +
@@ -147,6 +151,16 @@ export function costsMarkdown(r: CostsBenchResult): string {
   const redisRun = r.limits.find((l) => l.variant === "Redis counters");
   const pgRun = r.limits.find((l) => l.variant === "PostgreSQL counters");
   const goal = costTargets.redisAddedP99Ms;
+  if (proxy) {
+    const share = (l: LimitRun | undefined) => (l ? l.perSecond / proxy.perSecond : Number.NaN);
+    const floor = costTargets.limitedVsBareProxy;
+    lines.push(
+      `- Goal (issue 14): with limits on, ≥ ${floor}× the bare proxy's throughput at c=${r.concurrency}. ` +
+        `PostgreSQL counters **${share(pgRun).toFixed(2)}×** (${verdict(share(pgRun) >= floor)}); ` +
+        `Redis counters **${share(redisRun).toFixed(2)}×** (${redisRun ? verdict(share(redisRun) >= floor) : "not measured"}); ` +
+        `no limit ${share(base).toFixed(2)}×.`,
+    );
+  }
   if (base && pgRun) {
     lines.push(`- PostgreSQL counters: p99 ${signed(pgRun.latency.p99 - base.latency.p99)} ms over no limit at c=${r.concurrency}, ${signed(pgRun.sequential.p99 - base.sequential.p99)} ms at c=1.`);
   }

@@ -18,7 +18,7 @@ import { createGuardrailStep } from "./guardrails/guardrails.ts";
 import { createRequestBodies } from "./guardrails/request-bodies.ts";
 import { WorkerPool } from "./guardrails/worker-pool.ts";
 import { createLimitStep } from "./limits/limit-step.ts";
-import type { CounterStore } from "./limits/types.ts";
+import type { Slices } from "./limits/slices.ts";
 import { RequestLog } from "./usage/request-log.ts";
 import { GatewayMetrics } from "./usage/metrics.ts";
 import { TrafficRows, type PipelineSink } from "./usage/traffic-rows.ts";
@@ -39,7 +39,8 @@ export interface GatewayOptions {
   requestLogRetentionDays: number;
   /** Where the guardrail detectors read their data; the bundled files unless a test holds them. */
   detectorSources?: DetectorSources;
-  counters: CounterStore;
+  /** The usage limits' budgets, as this process's slices of them. */
+  counters: Slices;
   defaultMaxTokens: number;
   guardrailLimits: GuardrailLimits;
   /**
@@ -105,7 +106,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const handle = createGatewayHandler({
     watcher,
     upstreams,
-    usage: createLimitStep({ store: options.counters, logger, defaultMaxTokens: options.defaultMaxTokens }),
+    usage: createLimitStep({ slices: options.counters, defaultMaxTokens: options.defaultMaxTokens }),
     guardrails: createGuardrailStep({
       loader: detectors,
       logger,

@@ -299,7 +299,7 @@ export const settingsShape = {
   ),
   WARDEN_USAGE_LEASE_TTL_MS: intSetting(
     "WARDEN_USAGE_LEASE_TTL_MS",
-    "A process that has not renewed its usage lease this long is taken for gone, and its usage reservations are released.",
+    "A process that has not renewed its usage lease this long is taken for gone, and its usage reservations (its slices too) are released. A process admits calls from the room it holds for ¾ of this after its last renewal.",
     defaultLeaseTtlMs,
     // Renewed four times per TTL: below a second, a live process that waits on a busy database for
     // a moment would be taken for gone, and its reservations released while its calls still run.

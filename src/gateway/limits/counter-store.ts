@@ -1,10 +1,14 @@
 import type { DatabaseDeadlines } from "../../db/deadlines.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { PgCounterStore } from "./pg-store.ts";
+import { Slices } from "./slices.ts";
 import { leaseRenewalsPerTtl, type CounterStore } from "./types.ts";
 
 export interface CounterStoreHandle {
   store: CounterStore;
+  /** This process's slices of the limits' budgets, over `store`: what the gateway admits calls with. */
+  slices: Slices;
+  /** Writes the slices' last usage and gives their room back, then gives the lease up. */
   close(): Promise<void>;
 }
 
@@ -35,13 +39,20 @@ export async function openCounterStore(options: {
       })
     : new PgCounterStore({ databaseUrl: options.databaseUrl, deadlines: options.deadlines, leaseTtlMs: options.leaseTtlMs });
   // No reservation before the lease exists: it would be left to the 15-minute backstop.
+  const firstRenewal = performance.now();
   await store.renewLease();
+  const slices = new Slices(store, options.logger, { leaseTtlMs: options.leaseTtlMs });
+  slices.leaseRenewed(firstRenewal);
   const intervalMs = Math.max(Math.floor(options.leaseTtlMs / leaseRenewalsPerTtl), 1);
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   // One tick at a time (a slow database must not pile them up), each scheduled after the last.
   const tick = async () => {
-    await store.renewLease().catch((err: unknown) => options.logger.warn({ err }, "could not renew the usage lease"));
+    const sent = performance.now();
+    await store.renewLease().then(
+      () => slices.leaseRenewed(sent),
+      (err: unknown) => options.logger.warn({ err }, "could not renew the usage lease"),
+    );
     await store.sweep(new Date()).then(
       (expired) => expired > 0 && options.logger.warn({ expired }, "released usage reservations left by a process that stopped"),
       (err: unknown) => options.logger.warn({ err }, "usage reservation sweep failed"),
@@ -58,7 +69,10 @@ export async function openCounterStore(options: {
   schedule();
   return {
     store,
+    slices,
     async close() {
+      // Before the lease goes: what the slices still hold is given back, not left to the sweep.
+      await slices.close();
       closed = true;
       clearTimeout(timer);
       await running;

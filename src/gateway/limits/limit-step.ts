@@ -1,10 +1,10 @@
 import { isDatabaseUnavailable } from "../../db/unavailable.ts";
-import type { Logger } from "../../platform/logger.ts";
 import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
 import { databaseUnavailable, usageLimitReached } from "../dataplane/errors.ts";
 import type { EndpointSpec } from "../endpoints/specs.ts";
 import { callerText } from "../guardrails/text.ts";
-import type { CounterStore, LimitUnit, Reservation, UsageLimit } from "./types.ts";
+import type { Hold, Slices } from "./slices.ts";
+import type { LimitUnit, UsageLimit } from "./types.ts";
 import { bundledPriceBook, costOf } from "../cost/price-book.ts";
 import { MAX_REPORTED_TOKENS } from "../usage/provider-usage.ts";
 import type { UsageStep, UsageTicket } from "./usage-step.ts";
@@ -13,14 +13,14 @@ import type { UsageStep, UsageTicket } from "./usage-step.ts";
 const charsPerToken = 3;
 
 export interface LimitStepOptions {
-  store: CounterStore;
-  logger: Logger;
+  slices: Slices;
   /** What a request reserves for its output when it sets no maximum (the documented bound). */
   defaultMaxTokens: number;
   now?: () => Date;
 }
 
 const noTicket: UsageTicket = { settle: async () => undefined };
+const settled = Promise.resolve();
 
 /**
  * Usage limits, reserved at admission and settled at completion. A token limit reserves the
@@ -30,8 +30,10 @@ const noTicket: UsageTicket = { settle: async () => undefined };
  * would cost at the model's price, and settles the call's cost; a request limit reserves and
  * settles 1.
  *
- * Each unit's limits are reserved together in one atomic step of the store, units one after the
- * other (tokens, dollars, requests); a unit that refuses releases what the units before it held.
+ * Each unit's limits are taken together from one slice (slices.ts: this process's share of their
+ * budget, held in the store), units one after the other (tokens, dollars, requests); a unit that
+ * refuses gives back what the units before it took. Settling is local: the slices write usage to
+ * the store in the background.
  */
 export function createLimitStep(options: LimitStepOptions): UsageStep {
   const now = options.now ?? (() => new Date());
@@ -46,37 +48,38 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
         usd: () => worstCaseMicros(config, body, input, output),
         requests: () => 1,
       };
-      const held: { unit: LimitUnit; reservation: Reservation }[] = [];
-      const release = () => Promise.all(held.map(({ reservation }) => options.store.release(reservation)));
+      const at = now();
+      const held: { unit: LimitUnit; hold: Hold }[] = [];
+      const giveBack = () => {
+        for (const { hold } of held) hold.slice.end(hold.amount, 0);
+      };
       for (const unit of UNITS) {
         const ofUnit = limits.filter((limit) => limit.unit === unit);
         if (ofUnit.length === 0) continue;
-        const result = await options.store.reserve(ofUnit, amounts[unit](), now()).catch(async (err: unknown) => {
-          await release().catch(() => {});
-          // The counters did not answer in time: the spec's 503, which the caller may retry.
-          throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
-        });
-        if (!result.ok) {
-          await release();
-          throw usageLimitReached(result.limit.period, result.resetsAt ?? undefined);
+        let taken = options.slices.take(ofUnit, amounts[unit](), at);
+        if (taken instanceof Promise) {
+          taken = await taken.catch((err: unknown) => {
+            giveBack();
+            // The counters did not answer in time: the spec's 503, which the caller may retry.
+            throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
+          });
         }
-        held.push({ unit, reservation: result.reservation });
+        if (!taken.ok) {
+          giveBack();
+          throw usageLimitReached(taken.limit.period, taken.resetsAt ?? undefined);
+        }
+        held.push({ unit, hold: taken });
       }
       return {
         settle(usage, costPicos) {
           // Applied before the caller has its whole answer, so that its next request never finds
-          // this reservation still held next to the usage it became (when settles ran after the
-          // answer, a limit with room refused back-to-back calls). A settle that fails leaves the
-          // reservation to the sweep; the caller still gets the answer that was generated.
+          // this call's reservation still held next to the usage it became. Local: the slice
+          // writes it to the store with its next flush.
           const used: Record<LimitUnit, number> = usage
             ? { tokens: usage.inputTokens + usage.outputTokens, usd: costPicos === undefined ? 0 : micros(costPicos), requests: 1 }
             : { tokens: 0, usd: 0, requests: 0 };
-          return Promise.all(
-            held.map(({ unit, reservation }) => {
-              const done = usage ? options.store.settle(reservation, used[unit]) : options.store.release(reservation);
-              return done.catch((err: unknown) => options.logger.error({ err, reservation: reservation.id }, "could not settle usage"));
-            }),
-          ).then(() => undefined);
+          for (const { unit, hold } of held) hold.slice.end(hold.amount, used[unit]);
+          return settled;
         },
       };
     },

@@ -4,15 +4,18 @@ import { defaultDatabaseDeadlines, type DatabaseDeadlines } from "../../db/deadl
 import { createPool } from "../../db/pools.ts";
 import { allTimeKey, periodKey, periodStart, resetsAt } from "./periods.ts";
 import {
+  assertCarry,
   assertTokens,
   defaultLeaseTtlMs,
   defaultReservationTtlMs,
   orderLimits,
+  sliceRoomDivisor,
   workspaceOf,
   type CounterStore,
   type LimitConsumption,
   type Reservation,
   type ReserveResult,
+  type SliceAsk,
   type UsageLimit,
 } from "./types.ts";
 
@@ -57,8 +60,8 @@ const periodKeySql = (column: string) =>
 
 /**
  * Locks the counters (in key order), checks every limit against the rule in types.ts, and only
- * if all pass adds the amount to each and records the reservation: all or nothing, in one
- * statement. A row another statement changed while we waited for its lock is read at its newest
+ * if all pass adds the amount (with a slice's extra, `SliceAsk`: $9 most, $10 step) to each and
+ * records the reservation: all or nothing, in one statement. A row another statement changed while we waited for its lock is read at its newest
  * version (READ COMMITTED re-reads locked rows), and the UPDATE below re-reads it the same way,
  * so `reserved` never loses an increment. Counters missing for the period are reported as
  * `found` short of the number asked; the caller creates them and asks again.
@@ -85,21 +88,30 @@ const reserveSql = `
   ),
   verdict as materialized (
     select count(*)::int as found,
-      coalesce(array_agg(limit_id::text) filter (where used >= token_limit or used + reserved + $4::bigint > token_limit), '{}') as refused
+      coalesce(array_agg(limit_id::text) filter (where used >= token_limit or used + reserved + $4::bigint > token_limit), '{}') as refused,
+      min(token_limit - used - reserved - $4::bigint) as room
     from locked, async_commit
   ),
+  holders as materialized (
+    select greatest(count(*), 1)::bigint as n from usage_lease where $9::bigint > 0 and expires_at > clock_timestamp()
+  ),
+  grant_size as materialized (
+    select $4::bigint + case when $9::bigint <= 0 or $10::bigint <= 0 or coalesce(v.room, 0) <= 0 then 0
+      else least($9::bigint, v.room / (${sliceRoomDivisor} * h.n)) / $10::bigint * $10::bigint end as amount
+    from verdict v, holders h
+  ),
   granted as (
-    update usage_counter c set reserved = c.reserved + $4::bigint
-    from locked l, verdict v
+    update usage_counter c set reserved = c.reserved + g.amount
+    from locked l, verdict v, grant_size g
     where c.limit_id = l.limit_id and c.period_start = l.period_start
       and v.found = cardinality($1::uuid[]) and cardinality(v.refused) = 0
   ),
   recorded as (
     insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, date_created, lease_id)
-    select $5::uuid, $6::uuid, $1::uuid[], $2::timestamptz[], $4::bigint, 'reserved', $7::timestamptz, $8::uuid from verdict v
+    select $5::uuid, $6::uuid, $1::uuid[], $2::timestamptz[], g.amount, 'reserved', $7::timestamptz, $8::uuid from verdict v, grant_size g
     where v.found = cardinality($1::uuid[]) and cardinality(v.refused) = 0
   )
-  select found, refused from verdict`;
+  select v.found, v.refused, g.amount::text as granted from verdict v, grant_size g`;
 
 /** Sorted, so that two processes creating the same counters insert them in one order. */
 const createCountersSql = `
@@ -137,6 +149,45 @@ const finishSql = `
     from locked l where c.limit_id = l.limit_id and c.period_start = l.period_start
   )
   select state from r`;
+
+/**
+ * Settles a slice's reservation ($1) as $2 and keeps $5 of it reserved under a new reservation
+ * ($4, under lease $6), in one statement (`CounterStore.carry`). A reservation the sweep expired
+ * keeps nothing; one already finished (a repeat) changes nothing, and the answer is what its
+ * successor holds.
+ */
+const carrySql = `
+  with r as materialized (
+    select id, workspace_id, state, amount, limit_ids, period_starts from usage_reservation
+    where id = $1::uuid and state in ('reserved', 'expired')
+    for update
+  ),
+  kept as materialized (
+    select case when r.state = 'reserved' then least($5::bigint, r.amount) else 0 end as amount from r
+  ),
+  finished as (
+    update usage_reservation u set state = 'settled', tokens = $2::bigint, date_finished = $3::timestamptz from r where u.id = r.id
+  ),
+  locked as materialized (
+    select c.limit_id, c.period_start, case when r.state = 'reserved' then r.amount - k.amount else 0 end as give_back
+    from r
+    cross join kept k
+    cross join unnest(r.limit_ids, r.period_starts) as w(limit_id, period_start)
+    join usage_counter c on c.limit_id = w.limit_id and c.period_start = w.period_start
+    where $2::bigint > 0 or r.state = 'reserved'
+    order by c.limit_id, c.period_start
+    for update of c
+  ),
+  counted as (
+    update usage_counter c set used = c.used + $2::bigint, reserved = greatest(c.reserved - l.give_back, 0)
+    from locked l where c.limit_id = l.limit_id and c.period_start = l.period_start
+  ),
+  carried as (
+    insert into usage_reservation (id, workspace_id, limit_ids, period_starts, amount, state, date_created, lease_id)
+    select $4::uuid, r.workspace_id, r.limit_ids, r.period_starts, k.amount, 'reserved', $3::timestamptz, $6::uuid from r cross join kept k
+    on conflict (id) do nothing
+  )
+  select coalesce((select amount from kept), (select amount from usage_reservation where id = $4::uuid and state = 'reserved'), 0)::text as kept`;
 
 /**
  * Expires a batch of reservations made under a lease that has lapsed (by PostgreSQL's clock), or
@@ -262,25 +313,27 @@ export class PgCounterStore implements CounterStore {
     await this.pool.query(renewLeaseSql, [this.leaseId, this.#leaseTtlMs]);
   }
 
-  async reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult> {
+  async reserve(limits: readonly UsageLimit[], amount: number, now: Date, slice?: SliceAsk): Promise<ReserveResult> {
     assertTokens("amount", amount);
     const ordered = orderLimits(limits);
     const periodStarts = ordered.map((limit) => periodKey(limit.period, now));
-    const reservation: Reservation = { id: randomUUID(), limits: ordered, amount, periodStarts };
-    if (ordered.length === 0) return { ok: true, reservation };
+    const id = randomUUID();
+    if (ordered.length === 0) return { ok: true, reservation: { id, limits: ordered, amount, periodStarts } };
     const workspaceId = workspaceOf(ordered);
     const ids = ordered.map((limit) => limit.id);
     const starts = periodStarts.map(pgPeriod);
     const tokenLimits = ordered.map((limit) => limit.tokenLimit);
     // Counters exist after the first request of each period; the retry is for the first ones.
     for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
-      const { rows } = await this.pool.query<{ found: number; refused: string[] }>(reserveSql, [
-        ids, starts, tokenLimits, amount, reservation.id, workspaceId, now, this.leaseId,
+      const { rows } = await this.pool.query<{ found: number; refused: string[]; granted: string }>(reserveSql, [
+        ids, starts, tokenLimits, amount, id, workspaceId, now, this.leaseId, slice?.most ?? 0, slice?.step ?? 0,
       ]);
-      const { found, refused } = rows[0]!;
+      const { found, refused, granted } = rows[0]!;
       if (found === ordered.length) {
         const first = ordered.find((limit) => refused.includes(limit.id));
-        return first ? { ok: false, limit: first, resetsAt: resetsAt(first.period, now) } : { ok: true, reservation };
+        return first
+          ? { ok: false, limit: first, resetsAt: resetsAt(first.period, now) }
+          : { ok: true, reservation: { id, limits: ordered, amount: Number(granted), periodStarts } };
       }
       await this.pool.query(createCountersSql, [ids, starts, workspaceId]);
     }
@@ -291,6 +344,13 @@ export class PgCounterStore implements CounterStore {
     assertTokens("actualTokens", actualTokens);
     if (reservation.limits.length === 0) return;
     await this.pool.query(finishSql, [reservation.id, actualTokens, "settled", this.#clock()]);
+  }
+
+  async carry(reservation: Reservation, actualTokens: number, next: Reservation): Promise<number> {
+    assertCarry(reservation, actualTokens, next);
+    if (reservation.limits.length === 0) return next.amount;
+    const { rows } = await this.pool.query<{ kept: string }>(carrySql, [reservation.id, actualTokens, this.#clock(), next.id, next.amount, this.leaseId]);
+    return Number(rows[0]!.kept);
   }
 
   async release(reservation: Reservation): Promise<void> {

@@ -14,15 +14,18 @@ import {
   settledUsage,
 } from "./pg-store.ts";
 import {
+  assertCarry,
   assertTokens,
   defaultLeaseTtlMs,
   defaultReservationTtlMs,
   orderLimits,
+  sliceRoomDivisor,
   workspaceOf,
   type CounterStore,
   type LimitConsumption,
   type Reservation,
   type ReserveResult,
+  type SliceAsk,
   type UsageLimit,
 } from "./types.ts";
 
@@ -79,18 +82,20 @@ function script(lua: string): Script {
 }
 
 /**
- * KEYS: counters 1..n, the reservation, the open set, the set of the store's lease.
- * ARGV: amount, id, createdMs, reservation key ttl, payload, then for counter i at
- * 5+3i-2 … 5+3i: tokenLimit, counter ttl, seed ('' when the caller has none).
- * Returns {0} granted, {1, i…} counters missing (ask again with seeds), {2, i} refused by counter i.
+ * KEYS: counters 1..n, the reservation, the open set, the set of the store's lease, the set of leases.
+ * ARGV: amount, id, createdMs, reservation key ttl, payload, a slice's most and step (`SliceAsk`;
+ * 0 for none), the lease key prefix, then for counter i at 8+3i-2 … 8+3i: tokenLimit, counter
+ * ttl, seed ('' when the caller has none). A slice's holders are the leases whose key is live.
+ * Returns {0, granted} granted (the amount with a slice's extra), {1, i…} counters missing (ask
+ * again with seeds), {2, i} refused by counter i.
  * Seeds first (max with what is there), then checks every counter, then changes any: all or nothing.
  */
 const reserveScript = script(`
-  local n = #KEYS - 3
+  local n = #KEYS - 4
   local amount = tonumber(ARGV[1])
   local missing = {}
   for i = 1, n do
-    local ttl, seed = ARGV[5 + 3 * i - 1], ARGV[5 + 3 * i]
+    local ttl, seed = ARGV[8 + 3 * i - 1], ARGV[8 + 3 * i]
     local used = redis.call('HGET', KEYS[i], 'used')
     if not used then
       if seed == '' then
@@ -104,21 +109,86 @@ const reserveScript = script(`
     end
   end
   if #missing > 0 then return {1, unpack(missing)} end
+  local room = nil
   for i = 1, n do
-    local limit = tonumber(ARGV[5 + 3 * i - 2])
+    local limit = tonumber(ARGV[8 + 3 * i - 2])
     local c = redis.call('HMGET', KEYS[i], 'used', 'reserved')
     local used, reserved = tonumber(c[1]), tonumber(c[2] or '0')
     if used >= limit or used + reserved + amount > limit then return {2, i} end
+    local left = limit - used - reserved - amount
+    if room == nil or left < room then room = left end
+  end
+  local most, step = tonumber(ARGV[6]), tonumber(ARGV[7])
+  local extra = 0
+  if most > 0 and step > 0 and room > 0 then
+    local holders = 0
+    for _, lease in ipairs(redis.call('SMEMBERS', KEYS[n + 4])) do
+      holders = holders + redis.call('EXISTS', ARGV[8] .. lease)
+    end
+    holders = math.max(holders, 1)
+    extra = math.min(most, math.floor(room / (${sliceRoomDivisor} * holders)))
+    extra = extra - extra % step
+  end
+  local granted = string.format('%d', amount + extra)
+  local payload = ARGV[5]
+  if extra > 0 then
+    local p = cjson.decode(payload)
+    p.giveBack = '-' .. granted
+    payload = cjson.encode(p)
   end
   for i = 1, n do
-    redis.call('HINCRBY', KEYS[i], 'reserved', ARGV[1])
-    redis.call('PEXPIRE', KEYS[i], ARGV[5 + 3 * i - 1])
+    redis.call('HINCRBY', KEYS[i], 'reserved', granted)
+    redis.call('PEXPIRE', KEYS[i], ARGV[8 + 3 * i - 1])
   end
-  redis.call('SET', KEYS[n + 1], ARGV[5], 'PX', ARGV[4])
+  redis.call('SET', KEYS[n + 1], payload, 'PX', ARGV[4])
   redis.call('ZADD', KEYS[n + 2], ARGV[3], ARGV[2])
   redis.call('SADD', KEYS[n + 3], ARGV[2])
   redis.call('PEXPIRE', KEYS[n + 3], ARGV[4])
-  return {0}`);
+  return {0, granted}`);
+
+/**
+ * A slice's carry (`CounterStore.carry`). KEYS: counters 1..n, the reservation, the open set, the
+ * set of the store's lease, the successor. ARGV: id, the successor's id, what it keeps, its
+ * createdMs, reservation key ttl, its payload when it keeps that, its payload when it keeps 0,
+ * then for counter i at 7+2i-1, 7+2i: settled used from PostgreSQL ('' when unknown), counter ttl.
+ * The reservation key is the idempotency: only the call that deletes it gives back what is not
+ * kept; when the sweep took it, the successor keeps 0; when the successor exists already (a
+ * repeat), nothing changes. Returns what the successor holds.
+ */
+const carryScript = script(`
+  local n = #KEYS - 4
+  local payload = redis.call('GET', KEYS[n + 1])
+  if not payload then
+    local existing = redis.call('GET', KEYS[n + 4])
+    if existing then return -tonumber(cjson.decode(existing).giveBack) end
+  end
+  local keep, giveBack = 0, 0
+  if payload then
+    keep = tonumber(ARGV[3])
+    giveBack = -tonumber(cjson.decode(payload).giveBack) - keep
+    redis.call('DEL', KEYS[n + 1])
+  end
+  redis.call('ZREM', KEYS[n + 2], ARGV[1])
+  redis.call('SREM', KEYS[n + 3], ARGV[1])
+  for i = 1, n do
+    local settled, ttl = ARGV[7 + 2 * i - 1], ARGV[7 + 2 * i]
+    local used = redis.call('HGET', KEYS[i], 'used')
+    if used then
+      if giveBack > 0 and redis.call('HINCRBY', KEYS[i], 'reserved', string.format('%d', -giveBack)) < 0 then
+        redis.call('HSET', KEYS[i], 'reserved', 0)
+      end
+      if settled ~= '' and tonumber(settled) > tonumber(used) then redis.call('HSET', KEYS[i], 'used', settled) end
+      redis.call('PEXPIRE', KEYS[i], ttl)
+    elseif settled ~= '' then
+      redis.call('HSET', KEYS[i], 'used', settled, 'reserved', string.format('%d', keep))
+      redis.call('PEXPIRE', KEYS[i], ttl)
+    end
+  end
+  redis.call('SET', KEYS[n + 4], payload and ARGV[6] or ARGV[7], 'PX', ARGV[5])
+  redis.call('ZADD', KEYS[n + 2], ARGV[4], ARGV[2])
+  redis.call('SADD', KEYS[n + 3], ARGV[2])
+  redis.call('PEXPIRE', KEYS[n + 3], ARGV[5])
+  return keep`);
 
 /**
  * Settle or release. KEYS: counters 1..n, the reservation, the open set, the set of the store's lease.
@@ -334,22 +404,23 @@ export class RedisCounterStore implements CounterStore {
     await this.#run(renewLeaseScript, [this.#leaseKey(this.leaseId), this.#leasesKey()], [this.#leaseTtlMs, this.leaseId]);
   }
 
-  async reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult> {
+  async reserve(limits: readonly UsageLimit[], amount: number, now: Date, slice?: SliceAsk): Promise<ReserveResult> {
     assertTokens("amount", amount);
     const ordered = orderLimits(limits);
     const periodStarts = ordered.map((limit) => periodKey(limit.period, now));
-    const reservation: Reservation = { id: randomUUID(), limits: ordered, amount, periodStarts };
-    if (ordered.length === 0) return { ok: true, reservation };
+    const id = randomUUID();
+    if (ordered.length === 0) return { ok: true, reservation: { id, limits: ordered, amount, periodStarts } };
     workspaceOf(ordered); // refuses limits of several workspaces now, not at settle
-    const counters = this.#counterKeys(reservation);
+    const counters = this.#counterKeys(ordered, periodStarts);
     const ttls = ordered.map((limit) => counterTtl(limit, now, now));
-    const payload = JSON.stringify({ counters, giveBack: String(-amount), limitIds: ordered.map((limit) => limit.id), periods: periodStarts } satisfies Payload);
+    const payload = this.#payload(counters, amount, ordered, periodStarts);
     let seeds: string[] = ordered.map(() => "");
     for (let attempt = 0; attempt < maxReserveAttempts; attempt++) {
-      const args: (string | number)[] = [amount, reservation.id, now.getTime(), this.#reservationTtlMs + reservationKeyGraceMs, payload];
+      const args: (string | number)[] = [amount, id, now.getTime(), this.#reservationKeyTtlMs(), payload, slice?.most ?? 0, slice?.step ?? 0, this.#leaseKey("")];
       ordered.forEach((limit, i) => args.push(limit.tokenLimit, ttls[i]!, seeds[i]!));
-      const reply = (await this.#run(reserveScript, [...counters, this.#reservationKey(reservation.id), this.#openKey(), this.#leaseSetKey(this.leaseId)], args)) as number[];
-      if (reply[0] === 0) return { ok: true, reservation };
+      const keys = [...counters, this.#reservationKey(id), this.#openKey(), this.#leaseSetKey(this.leaseId), this.#leasesKey()];
+      const reply = (await this.#run(reserveScript, keys, args)) as number[];
+      if (reply[0] === 0) return { ok: true, reservation: { id, limits: ordered, amount: Number(reply[1]), periodStarts } };
       if (reply[0] === 2) {
         const limit = ordered[reply[1]! - 1]!;
         return { ok: false, limit, resetsAt: resetsAt(limit.period, now) };
@@ -367,19 +438,39 @@ export class RedisCounterStore implements CounterStore {
     throw new Error("usage counters vanished from Redis while reserving");
   }
 
+  async carry(reservation: Reservation, actualTokens: number, next: Reservation): Promise<number> {
+    assertCarry(reservation, actualTokens, next);
+    if (reservation.limits.length === 0) return next.amount;
+    // Durable first, as in settle: if PostgreSQL fails, the reservation stays as it was.
+    const settled = await this.#writer.record(reservation, actualTokens);
+    const now = this.#clock();
+    const counters = this.#counterKeys(reservation.limits, reservation.periodStarts);
+    const args: (string | number)[] = [
+      reservation.id,
+      next.id,
+      next.amount,
+      now.getTime(),
+      this.#reservationKeyTtlMs(),
+      this.#payload(counters, next.amount, next.limits, next.periodStarts),
+      this.#payload(counters, 0, next.limits, next.periodStarts),
+    ];
+    reservation.limits.forEach((limit, i) => args.push(...this.#settledArgs(settled, reservation, limit, i, now)));
+    const keys = [...counters, this.#reservationKey(reservation.id), this.#openKey(), this.#leaseSetKey(this.leaseId), this.#reservationKey(next.id)];
+    return Number(await this.#run(carryScript, keys, args));
+  }
+
   async settle(reservation: Reservation, actualTokens: number): Promise<void> {
     assertTokens("actualTokens", actualTokens);
     if (reservation.limits.length === 0) return;
     // Durable first: if PostgreSQL fails, the reservation stays open (and is swept), and nothing counts twice.
-    const settled = await this.#writer.record(reservation, actualTokens);
-    await this.#finish(reservation, (limit, i) => String(settled.get(counterId(limit.id, reservation.periodStarts[i]!)) ?? ""));
+    await this.#finish(reservation, await this.#writer.record(reservation, actualTokens));
   }
 
   async release(reservation: Reservation): Promise<void> {
     if (reservation.limits.length === 0) return;
     // Recorded, so that a settle after a release changes nothing, as in the PostgreSQL store.
     await recordReleased(this.pool, reservation, this.#clock());
-    await this.#finish(reservation, () => "");
+    await this.#finish(reservation, undefined);
   }
 
   async consumption(limits: readonly UsageLimit[], now: Date): Promise<Map<string, LimitConsumption>> {
@@ -459,16 +550,31 @@ export class RedisCounterStore implements CounterStore {
     await this.#run(raiseScript, known.map((c) => c.key), known.map((c) => settled.get(counterId(c.limitId, c.period))!));
   }
 
-  async #finish(reservation: Reservation, settledUsed: (limit: UsageLimit, i: number) => string): Promise<void> {
+  async #finish(reservation: Reservation, settled: Map<string, number> | undefined): Promise<void> {
     const args: (string | number)[] = [reservation.id, String(-reservation.amount)];
     const now = this.#clock();
-    reservation.limits.forEach((limit, i) => {
-      // A counter seeded here belongs to the reservation's period, which may have ended.
-      const start = reservation.periodStarts[i]!;
-      args.push(settledUsed(limit, i), counterTtl(limit, limit.period === "all_time" ? now : new Date(start), now));
-    });
-    const keys = [...this.#counterKeys(reservation), this.#reservationKey(reservation.id), this.#openKey(), this.#leaseSetKey(this.leaseId)];
+    reservation.limits.forEach((limit, i) => args.push(...this.#settledArgs(settled, reservation, limit, i, now)));
+    const keys = [...this.#counterKeys(reservation.limits, reservation.periodStarts), this.#reservationKey(reservation.id), this.#openKey(), this.#leaseSetKey(this.leaseId)];
     await this.#run(finishScript, keys, args);
+  }
+
+  /**
+   * A counter's settled used from PostgreSQL ('' when unknown, or for a release), and its TTL: a
+   * counter seeded here belongs to the reservation's period, which may have ended.
+   */
+  #settledArgs(settled: Map<string, number> | undefined, reservation: Reservation, limit: UsageLimit, i: number, now: Date): [string, number] {
+    const start = reservation.periodStarts[i]!;
+    const used = settled?.get(counterId(limit.id, start));
+    return [used === undefined ? "" : String(used), counterTtl(limit, limit.period === "all_time" ? now : new Date(start), now)];
+  }
+
+  /** What the sweep finds of a reservation (`Payload`). */
+  #payload(counters: string[], amount: number, limits: readonly UsageLimit[], periods: readonly string[]): string {
+    return JSON.stringify({ counters, giveBack: String(-amount), limitIds: limits.map((limit) => limit.id), periods: [...periods] } satisfies Payload);
+  }
+
+  #reservationKeyTtlMs(): number {
+    return this.#reservationTtlMs + reservationKeyGraceMs;
   }
 
   /** Runs a script by its digest, sending its text only when Redis does not have it cached. */
@@ -481,8 +587,8 @@ export class RedisCounterStore implements CounterStore {
     }
   }
 
-  #counterKeys(reservation: Reservation): string[] {
-    return reservation.limits.map((limit, i) => this.#counterKey(limit.id, reservation.periodStarts[i]!));
+  #counterKeys(limits: readonly UsageLimit[], periodStarts: readonly string[]): string[] {
+    return limits.map((limit, i) => this.#counterKey(limit.id, periodStarts[i]!));
   }
 
   #counterKey(limitId: string, period: string): string {

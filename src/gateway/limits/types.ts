@@ -49,12 +49,45 @@ export interface LimitConsumption {
   resetsAt: Date | null;
 }
 
+/**
+ * What a gateway process asks beyond a call's own amount when it reserves a slice (slices.ts):
+ * up to `most` more, in whole multiples of `step` (the asking call's amount, so that a slice
+ * serves whole calls of its size). The store grants
+ *   extra = min(most, floor(room / (sliceRoomDivisor × holders))), rounded down to a multiple of step,
+ * where `room` is the smallest over the limits of `limit − used − reserved − amount` (what is left
+ * once the call itself is reserved) and `holders` the processes holding a live lease (at least 1).
+ */
+export interface SliceAsk {
+  most: number;
+  step: number;
+}
+
+/**
+ * The divisor of `SliceAsk`'s rule. So one grant never takes more than half of the room that is left, and processes that share a
+ * limit take shares of what is left in turn; as the room shrinks, so do grants, until the share
+ * is below one call's amount and calls reserve one by one.
+ */
+export const sliceRoomDivisor = 2;
+
 export interface CounterStore {
   /**
    * Atomically for all `limits`: if any refuses (see the rule above), answer the first such limit
-   * in refusal order and change nothing; else add `amount` to every limit's reserved.
+   * in refusal order and change nothing; else add `amount` to every limit's reserved. With `slice`,
+   * a granted reservation also holds the extra of `SliceAsk` (its `amount` says how much it holds
+   * in all): the refusal rule still reads `amount` alone, so a slice never refuses a call that
+   * would have fitted.
    */
-  reserve(limits: readonly UsageLimit[], amount: number, now: Date): Promise<ReserveResult>;
+  reserve(limits: readonly UsageLimit[], amount: number, now: Date, slice?: SliceAsk): Promise<ReserveResult>;
+  /**
+   * Settles `reservation` as `actualTokens` and, in the same atomic step, keeps `next.amount` of
+   * what it held reserved under `next` (a new id, the same limits and periods, this store's lease);
+   * the rest is given back. `next.amount` is at most `reservation.amount`: what is kept was held
+   * already, so nothing is checked and nothing can pass a limit. Answers what `next` holds: its
+   * amount, or 0 when the sweep had taken `reservation` (its room was given back then, and cannot
+   * be kept without a check); `next` exists either way, so that later usage can settle on it.
+   * Idempotent per reservation id: a repeat answers what `next` holds.
+   */
+  carry(reservation: Reservation, actualTokens: number, next: Reservation): Promise<number>;
   /**
    * Moves the reservation to used as `actualTokens` (more or less than reserved), in the periods
    * the reservation was made in. Idempotent per reservation id; durable once it resolves.
@@ -124,6 +157,16 @@ export function orderLimits(limits: readonly UsageLimit[]): UsageLimit[] {
 /** Token counts are whole, non-negative and exact in a double. */
 export function assertTokens(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
+}
+
+/** What `CounterStore.carry` takes: whole tokens, and a successor of the same limits that keeps no more than was held. */
+export function assertCarry(reservation: Reservation, actualTokens: number, next: Reservation): void {
+  assertTokens("actualTokens", actualTokens);
+  assertTokens("next.amount", next.amount);
+  if (next.amount > reservation.amount) throw new RangeError(`a carry keeps at most what was held: ${next.amount} > ${reservation.amount}`);
+  if (next.limits !== reservation.limits && next.limits.map((l) => l.id).join() !== reservation.limits.map((l) => l.id).join()) {
+    throw new Error("a carry's successor covers the same limits");
+  }
 }
 
 /** A reservation covers limits of one workspace: its durable record belongs to that workspace. */

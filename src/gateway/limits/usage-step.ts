@@ -13,8 +13,9 @@ export interface UsageStep {
 export interface UsageTicket {
   /**
    * With the provider's usage and what it cost (pico-dollars; undefined when no price is known),
-   * or undefined when nothing was generated (the reservation is released). Resolves once the store has applied it, and never rejects (a failure is logged):
-   * the pipeline awaits it before the caller has the last byte of its answer.
+   * or undefined when nothing was generated (the reservation is released). Resolves once the
+   * admission step has applied it (the limit step: in this process's slices, at once), and never
+   * rejects: the pipeline awaits it before the caller has the last byte of its answer.
    */
   settle(usage: TokenUsage | undefined, costPicos?: bigint): Promise<void>;
 }
