@@ -1,5 +1,5 @@
 /**
- * Nine sections, in one run (see docs/performance.md):
+ * Ten sections, in one run (see docs/performance.md):
  *
  * 1. REST /v1 (the facade) against a direct Connect call, for the same operations. Warden runs in
  *    this process over a database of its own.
@@ -22,17 +22,21 @@
  *    BENCH_ONLY=gateway-observability).
  * 9. What guardrails cost at each stage (input, output, streamed output), each against the same
  *    request with none, at c=1 (bench/gateway/guardrail-stages.ts; BENCH_ONLY=gateway-guardrail-stages).
+ * 10. The gateway with every check on (guardrails, usage limits in PostgreSQL and in Redis, both),
+ *    side by side with the bare proxy and direct calls, short and 20-turn prompts, plain and
+ *    streamed (bench/gateway/checks.ts; BENCH_ONLY=gateway-checks).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
  * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
  * number of requests (and the evaluation section's large window); BENCH_ONLY=rest, gateway, gateway-costs,
- * ingest, gateway-traffic, evaluation, gateway-translation, gateway-observability or
- * gateway-guardrail-stages runs one section.
+ * ingest, gateway-traffic, evaluation, gateway-translation, gateway-observability,
+ * gateway-guardrail-stages or gateway-checks runs one section.
  */
 import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
 import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";
 import { connectClient, restClient, type ConnectClient, type RestClient } from "./clients.ts";
+import { runGatewayChecksBench } from "./gateway/checks.ts";
 import { runGatewayCostsBench } from "./gateway/costs.ts";
 import { runGatewayObservabilityBench } from "./gateway/observability.ts";
 import { runGuardrailStagesBench } from "./gateway/guardrail-stages.ts";
@@ -49,7 +53,7 @@ const scale = Number(process.env.BENCH_SCALE ?? "1");
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
 const count = (n: number): number => Math.max(1, Math.round(n * scale));
 const only = process.env.BENCH_ONLY ?? "";
-const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic", "evaluation", "gateway-translation", "gateway-observability", "gateway-guardrail-stages"];
+const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic", "evaluation", "gateway-translation", "gateway-observability", "gateway-guardrail-stages", "gateway-checks"];
 if (only !== "" && !sections.includes(only)) throw new Error(`BENCH_ONLY must be one of ${sections.map((s) => `"${s}"`).join(", ")}, got "${only}"`);
 
 const seedProjects = 100;
@@ -242,6 +246,7 @@ async function main(): Promise<void> {
   if (runs("gateway-translation")) report(await runGatewayTranslationBench({ scale, log }));
   if (runs("gateway-observability")) report(await runGatewayObservabilityBench({ scale, log }));
   if (runs("gateway-guardrail-stages")) report(await runGuardrailStagesBench({ scale, log }));
+  if (runs("gateway-checks")) report(await runGatewayChecksBench({ scale, log }));
 }
 
 await main();

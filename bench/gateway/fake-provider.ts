@@ -14,13 +14,16 @@
  * chat.completion, or a chat.completion.chunk stream (16 events with `stream_options.include_usage`,
  * 15 without, ending with `data: [DONE]`), one event-loop turn apart.
  *
+ * Model `bench-varied`: the same, with the next reply number stamped over the placeholder of every
+ * answer (answers of one length, never the same twice).
+ *
  * It does not check the provider key. It tells the bench its port with {type: "ready", port}.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import "./gc-hook.ts";
 import { isToChild, tell } from "./ipc.ts";
-import { chatCompleteAnswer, chatStreamAnswer, completeAnswer, holdModel, streamAnswer } from "./payloads.ts";
+import { chatCompleteAnswer, chatStreamAnswer, completeAnswer, holdModel, replyStamp, streamAnswer, variedModel } from "./payloads.ts";
 
 interface Answers {
   complete: Buffer;
@@ -39,6 +42,18 @@ function answersFor(model: string, api: Api): Answers {
     answers.set(key, found);
   }
   return found;
+}
+
+const stampBytes = Buffer.from(replyStamp);
+let replies = 0;
+
+/** `answer` with every placeholder of the varied model's answers overwritten by `number` (a copy when it has any). */
+function stamped(answer: Buffer, number: Buffer): Buffer {
+  let at = answer.indexOf(stampBytes);
+  if (at < 0) return answer;
+  const copy = Buffer.from(answer);
+  for (; at >= 0; at = copy.indexOf(stampBytes, at + number.length)) number.copy(copy, at);
+  return copy;
 }
 
 const sseHeaders = { "content-type": "text/event-stream", "cache-control": "no-cache" };
@@ -64,7 +79,12 @@ function answer(res: http.ServerResponse, raw: Buffer, chat: boolean): void {
   }
   const model = typeof body.model === "string" ? body.model : "unknown";
   const api: Api = !chat ? "responses" : body.stream_options?.include_usage === true ? "chat-usage" : "chat";
-  const { complete, stream } = answersFor(model, api);
+  let { complete, stream } = answersFor(model, api);
+  if (model === variedModel) {
+    const number = Buffer.from(String(replies++ % 10 ** replyStamp.length).padStart(replyStamp.length, "0"));
+    if (body.stream === true) stream = stream.map((event) => stamped(event, number));
+    else complete = stamped(complete, number);
+  }
   if (body.stream !== true) {
     res.writeHead(200, { "content-type": "application/json", "content-length": complete.length });
     res.end(complete);

@@ -22,7 +22,7 @@ import { latencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
 import { sourceRevision, waitUntilReady, waitUntilServed, withHarness } from "./harness.ts";
 import { callOnce, closedLoop, rotation, shares, statusOf, timed, type Target } from "./load.ts";
-import { benchModel, byteLength, completeAnswer, piiModel, proseModel, requestBody, streamAnswer } from "./payloads.ts";
+import { benchModel, byteLength, completeAnswer, conversationBody, piiModel, proseModel, requestBody, streamAnswer } from "./payloads.ts";
 import { cpuSecondsOf, procAvailable } from "./processes.ts";
 import { prose } from "./prose.ts";
 import type { GatewayBenchOptions } from "./run.ts";
@@ -48,12 +48,7 @@ interface Via {
   pid: number;
 }
 
-/** 20 messages of about 400 bytes, user and assistant in turn; the last, the user's, new on every call. */
-function conversation(i: number): Buffer {
-  const input = Array.from({ length: 19 }, (_, turn) => ({ role: turn % 2 === 0 ? "user" : "assistant", content: prose(400, 1000 + turn) }));
-  input.push({ role: "user", content: `${prose(380, 2000)} (question ${i})` });
-  return Buffer.from(JSON.stringify({ model: proseModel, input, max_output_tokens: 32 }));
-}
+const conversation = (i: number): Buffer => conversationBody(proseModel, i);
 
 interface Cell {
   samples: number[];

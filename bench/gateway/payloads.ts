@@ -17,11 +17,20 @@ export const streamEventCount = 20;
 export const proseModel = "bench-prose";
 /** Answers a card number: what an output PII guardrail stops (a probe that output guardrails are on). */
 export const piiModel = "bench-pii";
+/**
+ * Answers as the bench model does, with a reply number of fixed width that the fake provider
+ * stamps anew on every answer (`replyStamp`): answers of one length whose text is never the
+ * same twice, as a model's are, so that output guardrails cannot answer from kept verdicts.
+ */
+export const variedModel = "bench-varied";
+/** The placeholder in the varied model's answers, the width of the number stamped over it. */
+export const replyStamp = "000000";
 const proseAnswer = prose(1024);
 
 /** The text a model answers. */
 function textOf(model: string): string {
   if (model === proseModel) return proseAnswer;
+  if (model === variedModel) return `${text} (reply ${replyStamp})`;
   return model === piiModel ? "Your card number is 4111 1111 1111 1111." : text;
 }
 
@@ -32,6 +41,19 @@ function deltasOf(model: string): string[] {
   const deltas = 12;
   const words = answer.split(" ");
   return Array.from({ length: deltas }, (_, i) => words.slice(Math.floor((i * words.length) / deltas), Math.floor(((i + 1) * words.length) / deltas)).join(" "));
+}
+
+/**
+ * A Responses request carrying a conversation of 20 messages (about 8 KB), user and assistant in
+ * turn, of about 400 bytes each; the last, the user's, is new on every call (`i`), as a chat's
+ * next turn is, and the 19 before it are the same on every call.
+ */
+export function conversationBody(model: string, i: number, stream = false): Buffer {
+  const input = Array.from({ length: 19 }, (_, turn) => ({ role: turn % 2 === 0 ? "user" : "assistant", content: prose(400, 1000 + turn) }));
+  input.push({ role: "user", content: `${prose(380, 2000)} (question ${i})` });
+  const body: Record<string, unknown> = { model, input, max_output_tokens: 32 };
+  if (stream) body.stream = true;
+  return Buffer.from(JSON.stringify(body));
 }
 
 /** A Responses request; `input` is the caller's text (the guardrails read it). */

@@ -1,5 +1,5 @@
 import { Pool } from "undici";
-import { benchModel, holdModel, piiModel, proseModel } from "./payloads.ts";
+import { benchModel, holdModel, piiModel, proseModel, variedModel } from "./payloads.ts";
 
 /** The management API's REST door, as the admin. */
 export interface Admin {
@@ -54,11 +54,11 @@ export async function expectStatus(
 }
 
 /** The models every bench key may use (its allow list). */
-export const allowList = ["gpt-4o", "gpt-4o-mini", benchModel, holdModel, proseModel, piiModel];
+export const allowList = ["gpt-4o", "gpt-4o-mini", benchModel, holdModel, proseModel, piiModel, variedModel];
 
-/** A gateway key, allowed the bench's models. */
-export async function addKey(admin: Admin, name: string): Promise<GatewayKeyRef> {
-  const created = await expectStatus(admin, "POST", "/v1/gateway/keys", 201, { name });
+/** A gateway key, allowed the bench's models; `owner` gives it a user and groups. */
+export async function addKey(admin: Admin, name: string, owner: { userId?: string; groupIds?: string[] } = {}): Promise<GatewayKeyRef> {
+  const created = await expectStatus(admin, "POST", "/v1/gateway/keys", 201, { name, ...owner });
   const ref = { id: String(created.id), secret: String(created.secret) };
   await expectStatus(admin, "POST", "/v1/gateway/access-rules", 201, { effect: "allow", subject: "key", subjectId: ref.id, models: allowList });
   return ref;
@@ -97,4 +97,15 @@ export async function configureGateway(admin: Admin, providerUrl: string): Promi
       `model access: a workspace block rule [${blocked.join(", ")}] and an allow list on the key [${allowList.join(", ")}]`,
     ],
   };
+}
+
+/** A key with a user and a group of its own, and a daily token limit on each of the three. */
+export async function addLimitedKey(admin: Admin, name: string, tokenLimit: number): Promise<GatewayKeyRef> {
+  const user = await expectStatus(admin, "POST", "/v1/gateway/users", 201, { name: `${name}-user` });
+  const group = await expectStatus(admin, "POST", "/v1/gateway/groups", 201, { name: `${name}-group` });
+  const key = await addKey(admin, name, { userId: String(user.id), groupIds: [String(group.id)] });
+  for (const [scope, subjectId] of [["key", key.id], ["user", String(user.id)], ["group", String(group.id)]]) {
+    await expectStatus(admin, "POST", "/v1/gateway/usage-limits", 201, { scope, subjectId, period: "daily", tokenLimit });
+  }
+  return key;
 }
