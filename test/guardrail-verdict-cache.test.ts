@@ -6,6 +6,7 @@ import { GatewayError } from "../src/gateway/dataplane/errors.ts";
 import { endpointSpecs } from "../src/gateway/endpoints/specs.ts";
 import { DetectorLoader } from "../src/gateway/guardrails/detectors/loader.ts";
 import { createGuardrailStep } from "../src/gateway/guardrails/guardrails.ts";
+import { VerdictCache } from "../src/gateway/guardrails/verdict-cache.ts";
 import { createLogger } from "../src/platform/logger.ts";
 
 /**
@@ -126,5 +127,42 @@ describe("verdicts kept per piece of caller text", () => {
       expect((refused as GatewayError).message).toBe("Detected high-risk PII entities: CREDIT_CARD, US_SSN");
       expect(reads).toHaveLength(i === 0 ? 2 : 0);
     }
+  });
+});
+
+describe("VerdictCache", () => {
+  const block = { reason: "blocked" };
+
+  it("keeps what was used lately, drops what was not, and holds no more than its bound", () => {
+    const cache = new VerdictCache(4);
+    cache.set("a", null);
+    cache.set("b", block);
+    cache.set("c", null);
+    // a is used again; b is not, and goes when the generation that holds it is dropped.
+    expect(cache.get("a")).toBeNull();
+    cache.set("d", null);
+    expect(cache.get("b")).toBeUndefined();
+    expect(cache.get("a")).toBeNull();
+    expect(cache.get("d")).toBeNull();
+    expect({ hits: cache.hits, misses: cache.misses }).toEqual({ hits: 3, misses: 1 });
+    for (let i = 0; i < 1000; i++) {
+      cache.set(`k${i}`, null);
+      expect(cache.size).toBeLessThanOrEqual(4);
+    }
+    expect(cache.get("a")).toBeUndefined();
+    expect(cache.get("k999")).toBeNull();
+  });
+
+  it("a block is kept as a block, and a cache of 0 or 1 holds what its bound allows", () => {
+    const one = new VerdictCache(1);
+    one.set("x", block);
+    expect(one.get("x")).toEqual(block);
+    one.set("y", null);
+    expect(one.size).toBe(1);
+    expect(one.get("x")).toBeUndefined();
+    const none = new VerdictCache(0);
+    none.set("x", block);
+    expect(none.get("x")).toBeUndefined();
+    expect(none.size).toBe(0);
   });
 });

@@ -56,7 +56,7 @@ import {
 } from "./errors.ts";
 import { modelList } from "./models.ts";
 import { StreamMeter } from "../usage/stream-meter.ts";
-import { parseAnswer, usageOfAnswer, usageOfBody, type TokenUsage } from "../usage/provider-usage.ts";
+import { parseAnswer, usageOfAnswer, type TokenUsage } from "../usage/provider-usage.ts";
 import type { CallOutcome, Redactions, RequestLog, RequestLogEntry } from "../usage/request-log.ts";
 import type { TrafficCapture, TrafficRows } from "../usage/traffic-rows.ts";
 import { MAX_ROW_TEXT_CHARS } from "../usage/transcript.ts";
@@ -424,12 +424,13 @@ export function createGatewayHandler(deps: PipelineDeps) {
           output = Buffer.from(JSON.stringify(answer));
           trace.usage = canonical.usage;
         } else {
-          answer = trace.capture ? parseAnswer(output) : undefined;
-          trace.usage = trace.capture ? usageOfAnswer(answer) : usageOfBody(output);
+          // Parsed once: for the usage, the output guardrails and the row alike.
+          answer = parseAnswer(output);
+          trace.usage = usageOfAnswer(answer);
         }
         const settled = settle(trace.usage);
         if (spec.guardrails) {
-          const checked = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output });
+          const checked = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output, answer });
           if (checked.verdict) trace.guardrailVerdict = [trace.guardrailVerdict, checked.verdict].filter(Boolean).join(",");
           if (checked.redacted) {
             ({ body: output, answer } = checked.redacted);

@@ -39,7 +39,8 @@ export interface GuardrailStep {
   redactInput(request: GuardrailRequest & { body: Record<string, unknown>; raw: Buffer }): Promise<InputRedaction | undefined>;
   /** `redaction`: the redacting guardrail's verdict from redactInput. */
   checkInput(request: GuardrailRequest & { body: Record<string, unknown>; redaction?: string }): Promise<string | undefined>;
-  checkOutput(request: GuardrailRequest & { body: Buffer }): Promise<CheckedOutput>;
+  /** `answer`: `body` parsed (undefined when it is not JSON), which the step does not change. */
+  checkOutput(request: GuardrailRequest & { body: Buffer; answer: unknown }): Promise<CheckedOutput>;
   /** The output guardrails of a streamed answer, or undefined when the stage has none. */
   streamGuard(request: GuardrailRequest): StreamGuard | undefined;
 }

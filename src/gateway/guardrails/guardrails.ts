@@ -11,7 +11,7 @@ import {
 } from "../dataplane/errors.ts";
 import { defaultHighRiskPii } from "./catalog.ts";
 import { detect, type DetectorBlock, type DetectorCheck } from "./detect.ts";
-import { VerdictCache } from "./verdict-cache.ts";
+import { cacheKey, textDigest, VerdictCache } from "./verdict-cache.ts";
 import type { DetectorLoader, DetectorName } from "./detectors/loader.ts";
 import type { CheckedOutput, GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
 import type { PiiDetector } from "./detectors/pii.ts";
@@ -19,7 +19,7 @@ import { redactAnswer, redactRequest } from "./redaction.ts";
 import { StreamGuard } from "./stream-guard.ts";
 import { parseAnswer } from "../usage/provider-usage.ts";
 import { PluginRegistry, type PluginVerdict } from "./plugin-registry.ts";
-import { answerBytesText, extractedText, segmentsCapped } from "./text.ts";
+import { extractedText, segmentsCapped } from "./text.ts";
 import { WorkerQueueFull, type WorkerPool } from "./worker-pool.ts";
 
 const detectorOf: Record<GuardrailConfig["kind"], DetectorName> = { pii: "pii", prompt_injection: "injection", content_safety: "content" };
@@ -73,9 +73,11 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     const segments = plugin ? [texts.segments.join("\n")] : texts.segments;
     let failed = false;
     const piiTypes: string[] = [];
-    for (const segment of segments) {
+    const digests = texts.cacheable && !plugin ? digestsOf(texts) : undefined;
+    for (let i = 0; i < segments.length; i++) {
+      const segment = segments[i]!;
       if (segment === "") continue;
-      const key = texts.cacheable && !plugin ? cache.keyOf(workspaceId, guardrail, segment) : undefined;
+      const key = digests ? cacheKey(workspaceId, guardrail, digests[i]!) : undefined;
       let block = key === undefined ? undefined : cache.get(key);
       if (block === undefined) {
         const found = await failSafe(guardrail, stage, () => evaluate(guardrail, segment));
@@ -200,7 +202,8 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
         }
         redaction = counts === failedOpen ? "error-open" : counts ? "redacted" : "pass";
       }
-      const verdict = await run(request, "output", () => capped(answerBytesText(request.spec, body)), (g) => (g === guardrail ? redaction : undefined));
+      const read = redacted ? redacted.answer : request.answer;
+      const verdict = await run(request, "output", () => capped(read === undefined ? [] : request.spec.outputText(read)), (g) => (g === guardrail ? redaction : undefined));
       return { verdict, redacted };
     },
     streamGuard(request) {
@@ -225,6 +228,12 @@ interface Texts {
   truncated: boolean;
   /** Whether verdicts on them are kept (verdict-cache.ts). */
   cacheable?: boolean;
+  /** The segments' digests, made by the stage's first guardrail for all of them. */
+  digests?: string[];
+}
+
+function digestsOf(texts: Texts): string[] {
+  return (texts.digests ??= texts.segments.map(textDigest));
 }
 
 /** A detector failed, and the guardrail lets the content through. */

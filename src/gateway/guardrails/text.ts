@@ -18,17 +18,6 @@ export function callerText(spec: EndpointSpec, body: Record<string, Json>): stri
   return extracted ? [extracted.all] : spec.inputText(body);
 }
 
-/** The text of a non-streamed answer's bytes. */
-export function answerBytesText(spec: EndpointSpec, body: Buffer): string[] {
-  let parsed: Json;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch {
-    return [];
-  }
-  return spec.outputText(parsed);
-}
-
 /**
  * The parts joined by line breaks, cut to at most `maxBytes` bytes of UTF-8 (on a character
  * boundary); `truncated` says whether anything was cut. Only the part that is kept is joined.
