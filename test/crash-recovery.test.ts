@@ -23,30 +23,38 @@ const leaseTtlMs = 1_000;
  */
 const releaseDeadlineMs = 10_000;
 
-describe.each(["postgres", "redis"] as const)("a gateway process killed while it holds reservations, counters in %s", (backend) => {
+/** What both blocks start with: the app's own gateway, and a second gateway process to kill. */
+interface TwoGateways {
+  t: TestApp;
+  admin: Call;
+  provider: FakeProvider;
+  /** The second gateway process, on the same database and counters. */
+  doomed: Spawned;
+  /** A key with a daily token limit of its own. */
+  secret: string;
+  limitId: string;
+}
+
+/** Started before the block's tests and stopped after them; the fields are set once they run. */
+function twoGateways(backend: "postgres" | "redis", keyName: string, tokenLimit: number): TwoGateways {
   const redisPrefix = `warden-test:${randomBytes(6).toString("hex")}:`;
   const masterKey = randomBytes(32).toString("hex");
-  let t: TestApp;
-  let admin: Call;
-  let provider: FakeProvider;
-  let doomed: Spawned;
-  let secret: string;
-  let limitId: string;
+  const g = {} as Partial<TwoGateways>;
 
   beforeAll(async () => {
     const env: Record<string, string> = { WARDEN_MASTER_KEY: masterKey, WARDEN_USAGE_LEASE_TTL_MS: String(leaseTtlMs) };
     if (backend === "redis") Object.assign(env, { REDIS_URL: redisUrl, WARDEN_REDIS_KEY_PREFIX: redisPrefix });
-    t = await startTestApp({ env });
-    admin = client(t.baseUrl, t.adminKey);
-    provider = await startFakeProvider("anthropic");
+    const t = (g.t = await startTestApp({ env }));
+    const admin = (g.admin = client(t.baseUrl, t.adminKey));
+    const provider = (g.provider = await startFakeProvider("anthropic"));
     await admin("POST", "/v1/gateway/providers", { body: { name: "anthropic", kind: "anthropic", baseUrl: provider.url, apiKey: provider.apiKey } });
     await admin("POST", "/v1/gateway/routing-rules", { body: { priority: 1, providerName: "anthropic" } });
-    const key = (await admin("POST", "/v1/gateway/keys", { body: { name: "crash" } })).body as { id: string; secret: string };
-    secret = key.secret;
-    const limit = await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit: 1_000_000 } });
-    limitId = (limit.body as { id: string }).id;
+    const key = (await admin("POST", "/v1/gateway/keys", { body: { name: keyName } })).body as { id: string; secret: string };
+    g.secret = key.secret;
+    const limit = await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit } });
+    g.limitId = (limit.body as { id: string }).id;
     await t.app.gateway!.watcher.reload();
-    doomed = await spawnWarden(
+    g.doomed = await spawnWarden(
       ["gateway"],
       { ...env, DATABASE_URL: t.database.url, WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1", WARDEN_LOG_LEVEL: "info", WARDEN_DATA_DIR: t.config.dataDir },
       "model gateway listening",
@@ -54,25 +62,29 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed while it
   });
 
   afterAll(async () => {
-    await doomed?.stop();
-    await provider?.close();
-    await t?.stop();
-    if (backend === "redis") {
-      await dropRedisKeys(redisUrl, redisPrefix);
-    }
+    await g.doomed?.stop();
+    await g.provider?.close();
+    await g.t?.stop();
+    if (backend === "redis") await dropRedisKeys(redisUrl, redisPrefix);
   });
 
+  return g as TwoGateways;
+}
+
+describe.each(["postgres", "redis"] as const)("a gateway process killed while it holds reservations, counters in %s", (backend) => {
+  const g = twoGateways(backend, "crash", 1_000_000);
+
   async function reserved(): Promise<number> {
-    const res = await admin("GET", "/v1/gateway/usage/limits");
+    const res = await g.admin("GET", "/v1/gateway/usage/limits");
     const items = (res.body as { items: { limit: { id: string }; reserved: number }[] }).items;
-    return Number(items.find((item) => item.limit.id === limitId)!.reserved);
+    return Number(items.find((item) => item.limit.id === g.limitId)!.reserved);
   }
 
   /** A call the provider keeps for a minute: its reservation ("hi" counts 1, plus max_tokens) stays held. */
   function hold(port: number, maxTokens: number, signal: AbortSignal): Promise<unknown> {
     return fetch(`http://127.0.0.1:${port}/v1/messages`, {
       method: "POST",
-      headers: { "x-api-key": secret, "content-type": "application/json" },
+      headers: { "x-api-key": g.secret, "content-type": "application/json" },
       body: JSON.stringify({ model: fakeModel("claude-held", { delayMs: 60_000 }), max_tokens: maxTokens, messages: [{ role: "user", content: "hi" }] }),
       signal,
     }).then((res) => res.text(), () => undefined);
@@ -80,12 +92,12 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed while it
 
   it("has them released within seconds, and keeps the reservations of the process that lives", { timeout: 90_000 }, async () => {
     const live = new AbortController();
-    const liveCall = hold(t.app.gateway!.port, 100, live.signal);
-    const deadCall = hold(doomed.port, 200, new AbortController().signal);
-    await until(async () => provider.requests.length === 2 && (await reserved()) === 101 + 201, "both calls to be held", setUpWaitMs);
+    const liveCall = hold(g.t.app.gateway!.port, 100, live.signal);
+    const deadCall = hold(g.doomed.port, 200, new AbortController().signal);
+    await until(async () => g.provider.requests.length === 2 && (await reserved()) === 101 + 201, "both calls to be held", setUpWaitMs);
 
-    doomed.child.kill("SIGKILL");
-    await once(doomed.child, "exit");
+    g.doomed.child.kill("SIGKILL");
+    await once(g.doomed.child, "exit");
     await deadCall;
     await until(async () => (await reserved()) === 101, "the killed process's reservation to be released", releaseDeadlineMs);
 
@@ -100,55 +112,19 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed while it
 });
 
 describe.each(["postgres", "redis"] as const)("a gateway process killed under load, holding slices, counters in %s", (backend) => {
-  const redisPrefix = `warden-test:${randomBytes(6).toString("hex")}:`;
-  const masterKey = randomBytes(32).toString("hex");
   const tokenLimit = 20_000;
-  let t: TestApp;
-  let admin: Call;
-  let provider: FakeProvider;
-  let doomed: Spawned;
-  let secret: string;
-  let limitId: string;
-
-  beforeAll(async () => {
-    const env: Record<string, string> = { WARDEN_MASTER_KEY: masterKey, WARDEN_USAGE_LEASE_TTL_MS: String(leaseTtlMs) };
-    if (backend === "redis") Object.assign(env, { REDIS_URL: redisUrl, WARDEN_REDIS_KEY_PREFIX: redisPrefix });
-    t = await startTestApp({ env });
-    admin = client(t.baseUrl, t.adminKey);
-    provider = await startFakeProvider("anthropic");
-    await admin("POST", "/v1/gateway/providers", { body: { name: "anthropic", kind: "anthropic", baseUrl: provider.url, apiKey: provider.apiKey } });
-    await admin("POST", "/v1/gateway/routing-rules", { body: { priority: 1, providerName: "anthropic" } });
-    const key = (await admin("POST", "/v1/gateway/keys", { body: { name: "sliced" } })).body as { id: string; secret: string };
-    secret = key.secret;
-    const limit = await admin("POST", "/v1/gateway/usage-limits", { body: { scope: "key", subjectId: key.id, period: "daily", tokenLimit } });
-    limitId = (limit.body as { id: string }).id;
-    await t.app.gateway!.watcher.reload();
-    doomed = await spawnWarden(
-      ["gateway"],
-      { ...env, DATABASE_URL: t.database.url, WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1", WARDEN_LOG_LEVEL: "info", WARDEN_DATA_DIR: t.config.dataDir },
-      "model gateway listening",
-    );
-  });
-
-  afterAll(async () => {
-    await doomed?.stop();
-    await provider?.close();
-    await t?.stop();
-    if (backend === "redis") {
-      await dropRedisKeys(redisUrl, redisPrefix);
-    }
-  });
+  const g = twoGateways(backend, "sliced", tokenLimit);
 
   async function consumption(): Promise<{ used: number; reserved: number }> {
-    const res = await admin("GET", "/v1/gateway/usage/limits");
-    const item = (res.body as { items: { limit: { id: string }; used: number; reserved: number }[] }).items.find((i) => i.limit.id === limitId)!;
+    const res = await g.admin("GET", "/v1/gateway/usage/limits");
+    const item = (res.body as { items: { limit: { id: string }; used: number; reserved: number }[] }).items.find((i) => i.limit.id === g.limitId)!;
     return { used: Number(item.used), reserved: Number(item.reserved) };
   }
 
   function call(port: number, maxTokens: number, model: string, signal?: AbortSignal): Promise<number> {
     return fetch(`http://127.0.0.1:${port}/v1/messages`, {
       method: "POST",
-      headers: { "x-api-key": secret, "content-type": "application/json" },
+      headers: { "x-api-key": g.secret, "content-type": "application/json" },
       body: JSON.stringify({ model, max_tokens: maxTokens, messages: [{ role: "user", content: "hi" }] }),
       signal,
     }).then(async (res) => (await res.arrayBuffer(), res.status), () => 0);
@@ -160,13 +136,13 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed under lo
     let running = true;
     const quick = fakeModel("claude-quick", { inputTokens: 1, outputTokens: 9 });
     const load = Array.from({ length: 4 }, async () => {
-      while (running) if ((await call(doomed.port, 99, quick)) !== 200) break;
+      while (running) if ((await call(g.doomed.port, 99, quick)) !== 200) break;
     });
-    void call(doomed.port, 500, fakeModel("claude-kept", { delayMs: 60_000 }));
-    await until(async () => (await consumption()).used >= 1000 && provider.requests.length > 100, "the process to be busy, and to have written some usage", setUpWaitMs);
+    void call(g.doomed.port, 500, fakeModel("claude-kept", { delayMs: 60_000 }));
+    await until(async () => (await consumption()).used >= 1000 && g.provider.requests.length > 100, "the process to be busy, and to have written some usage", setUpWaitMs);
 
-    doomed.child.kill("SIGKILL");
-    await once(doomed.child, "exit");
+    g.doomed.child.kill("SIGKILL");
+    await once(g.doomed.child, "exit");
     running = false;
     await Promise.all(load);
     const { used } = await consumption();
@@ -175,7 +151,7 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed under lo
     // refused while the dead process's slices hold room, then served once its lease has lapsed.
     const everything = tokenLimit - used - 1;
     let status = 429;
-    await until(async () => (status = await call(t.app.gateway!.port, everything, fakeModel("claude-all", { inputTokens: 1, outputTokens: 1 }))) !== 429, "the dead process's room to come back", releaseDeadlineMs);
+    await until(async () => (status = await call(g.t.app.gateway!.port, everything, fakeModel("claude-all", { inputTokens: 1, outputTokens: 1 }))) !== 429, "the dead process's room to come back", releaseDeadlineMs);
     expect(status).toBe(200);
   });
 });
