@@ -9,8 +9,8 @@
  *    call, against the same loop that builds the same measure and records nothing; and one
  *    access-log line as the pipeline writes it (`accessLine`'s members through an
  *    `AccessLineWriter` on the access logger) of a pino logger made as `createLogger` makes it, to
- *    /dev/null and to a file, asynchronously as the gateway's stdout is written (SonicBoom,
- *    `sync: false`), against the log off; and a request's two spans as the pipeline makes them,
+ *    /dev/null and to a file, buffered as the gateway's stdout is written (logDestination), and
+ *    to /dev/null with a write per line as pino's default destination does, against the log off; and a request's two spans as the pipeline makes them,
  *    exported in batches to a collector in this process, against none. Many iterations after a warm-up, in rounds that rotate
  *    the cases; µs of wall time on the loop and of process CPU (which also holds the writes that
  *    libuv's threads make) per request.
@@ -23,7 +23,7 @@
  *    /proc/<pid>/io) show that the log is on where it should be, and the collector's count of
  *    spans that tracing is.
  */
-import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import { openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -32,7 +32,7 @@ import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { Pool } from "undici";
 import { GatewayMetrics, type RequestMeasure } from "../../src/gateway/usage/metrics.ts";
-import { accessLogger } from "../../src/platform/logger.ts";
+import { accessLogger, logDestination } from "../../src/platform/logger.ts";
 import { AccessLineWriter, jsonText } from "../../src/platform/access-line.ts";
 import { SpanKind, Tracing, type TracingSettings } from "../../src/platform/tracing.ts";
 import { latencyStats, type LatencyStats } from "../measure.ts";
@@ -201,9 +201,11 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
   const file = path.join(os.tmpdir(), `warden-bench-access-log-${process.pid}.jsonl`);
   const devNull = openSync("/dev/null", "w");
   const fileFd = openSync(file, "w");
-  const toDevNull = pino.destination({ fd: devNull, sync: false, minLength: 0 });
-  const toFile = pino.destination({ fd: fileFd, sync: false, minLength: 0 });
-  const loggers = { devNull: gatewayLogger(toDevNull), file: gatewayLogger(toFile) };
+  // As createLogger writes (buffered, logDestination), and as pino writes by default (a write per line when none is pending).
+  const toDevNull = logDestination(devNull);
+  const toFile = logDestination(fileFd);
+  const unbuffered = pino.destination({ fd: openSync("/dev/null", "w"), sync: false, minLength: 0 });
+  const loggers = { devNull: gatewayLogger(toDevNull), file: gatewayLogger(toFile), unbuffered: gatewayLogger(unbuffered) };
   const keyId = "0b6f3a52-8f1e-4c47-9a3e-5d2f7c1e9b40";
   const requestIds = Array.from({ length: 1024 }, (_, i) => `7d1c2e4f-0a3b-4c5d-8e9f-${String(i).padStart(12, "0")}`);
   const line = (logger: Logger) => {
@@ -218,6 +220,7 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
     ["access log off", (i) => requestIds[i & 1023]!],
     ["access log on, to /dev/null", line(loggers.devNull)],
     ["access log on, to a file", line(loggers.file)],
+    ["access log on, to /dev/null, a write per line (pino's default)", line(loggers.unbuffered)],
   ];
   try {
     const logFigures = await measureCases(logCases, iterations, warmup, rounds, batch);
@@ -232,9 +235,11 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
     const tracingFigures = await measureTracing(iterations, warmup, rounds, batch);
     return { iterations, warmup, rounds, metrics: metricFigures, log: logFigures, tracing: tracingFigures, lineBytes: Buffer.byteLength(written[written.length - 1]!) + 1 };
   } finally {
-    toDevNull.flushSync();
-    closeSync(devNull);
-    closeSync(fileFd);
+    // Each stream writes what it holds and closes its file descriptor (its timer would write to a closed one).
+    for (const stream of [toDevNull, toFile, unbuffered]) {
+      stream.flushSync();
+      stream.end();
+    }
     rmSync(file, { force: true });
   }
 }
