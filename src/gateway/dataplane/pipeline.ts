@@ -106,14 +106,18 @@ interface Sent {
   span: Span | undefined;
 }
 
-/** What one request has learned so far, for its log lines and its request-log row. */
-interface Trace {
-  /** The request's logger: every line carries its request ID. Made when first used. */
-  readonly log: Logger;
-  requestId: string;
+/**
+ * What one request has learned so far, for its log lines and its request-log row. A class, so that
+ * every request's trace has one shape: an object literal with a getter is kept in dictionary mode
+ * by V8, which made each of the pipeline's reads of it a hash look-up.
+ */
+class Trace {
+  readonly #logger: Logger;
+  #log: Logger | undefined;
+  readonly requestId: string;
   /** performance.now() when the request arrived. */
-  started: number;
-  endpoint: string;
+  readonly started: number;
+  endpoint = "unknown";
   key?: GatewayKey;
   model?: string;
   provider?: string;
@@ -125,7 +129,7 @@ interface Trace {
   /** Set when Server-Timing is on. */
   timing?: ServerTiming;
   /** The request's span, when tracing is on; `stepStarted`: when its current step began. */
-  span?: Span;
+  span: Span | undefined;
   stepStarted: number;
   providerKind?: ProviderKind;
   /** The model the provider was asked for (a routing rule may rename it): what is billed. */
@@ -145,6 +149,19 @@ interface Trace {
    * nothing here): what the request path has anyway, for the row made later.
    */
   capture?: { pipelineId: string; body?: Record<string, unknown>; output?: TrafficCapture["output"] };
+
+  constructor(logger: Logger, requestId: string, started: number, span: Span | undefined) {
+    this.#logger = logger;
+    this.requestId = requestId;
+    this.started = started;
+    this.stepStarted = started;
+    this.span = span;
+  }
+
+  /** The request's logger: every line carries its request ID. Made when first used. */
+  get log(): Logger {
+    return (this.#log ??= this.#logger.child({ requestId: this.requestId }));
+  }
 }
 
 /**
@@ -184,18 +201,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
     } else if (ownRequestId === undefined) {
       requestId = randomUUID();
     }
-    let log: Logger | undefined;
     const started = performance.now();
-    const trace: Trace = {
-      get log() {
-        return (log ??= deps.logger.child({ requestId }));
-      },
-      requestId,
-      started,
-      stepStarted: started,
-      endpoint: "unknown",
-      span,
-    };
+    const trace = new Trace(deps.logger, requestId, started, span);
     if (deps.serverTiming) trace.timing = new ServerTiming(trace.started);
     const time = new Date();
     // The spec: the caller's own ID goes back to it; one the gateway made does not (nor an ID a
