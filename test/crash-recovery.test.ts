@@ -145,13 +145,21 @@ describe.each(["postgres", "redis"] as const)("a gateway process killed under lo
     await once(g.doomed.child, "exit");
     running = false;
     await Promise.all(load);
-    const { used } = await consumption();
 
     // A call through the live process that needs every token no one has used ("hi" counts 1):
     // refused while the dead process's slices hold room, then served once its lease has lapsed.
-    const everything = tokenLimit - used - 1;
+    // `used` is read again before each try: the sweep that releases the slices also counts what
+    // the dead process had written to PostgreSQL but not yet to Redis, a moment after.
     let status = 429;
-    await until(async () => (status = await call(g.t.app.gateway!.port, everything, fakeModel("claude-all", { inputTokens: 1, outputTokens: 1 }))) !== 429, "the dead process's room to come back", releaseDeadlineMs);
+    await until(
+      async () => {
+        const { used } = await consumption();
+        status = await call(g.t.app.gateway!.port, tokenLimit - used - 1, fakeModel("claude-all", { inputTokens: 1, outputTokens: 1 }));
+        return status !== 429;
+      },
+      "the dead process's room to come back",
+      releaseDeadlineMs,
+    );
     expect(status).toBe(200);
   });
 });
