@@ -24,7 +24,6 @@
  * Processes and cores as in run.ts: this process (load generator, idle management API) and the
  * fake provider on core 0; the bare proxy and both gateways on core 1 (one carries traffic at a time).
  */
-import { randomBytes } from "node:crypto";
 import { Pool } from "undici";
 import { latencyStats, type LatencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
@@ -32,7 +31,7 @@ import { here, sourceRevision, waitUntilReady, waitUntilServed, withHarness } fr
 import { callOnce, closedLoop, openLoop, rotation, shares, statusOf, streamOnce, type Target } from "./load.ts";
 import { byteLength, completeAnswer, conversationBody, piiModel, requestBody, streamAnswer, variedModel } from "./payloads.ts";
 import { cpuSecondsOf, procAvailable } from "./processes.ts";
-import { connectRedis, deleteKeys } from "./redis.ts";
+import { benchRedis, benchRedisUrl } from "./redis.ts";
 import { ms, signed, verdict } from "./report.ts";
 import type { GatewayBenchOptions } from "./run.ts";
 import { addLimitedKey, configureGateway, expectStatus, gatewayCapacity, providerApiKey } from "./setup.ts";
@@ -94,7 +93,6 @@ export async function runGatewayChecksBench(options: GatewayBenchOptions): Promi
     tokenLimit: 1_000_000_000_000,
     switchDeadlineMs: 10_000,
   };
-  const redisUrl = process.env.BENCH_REDIS_URL || "redis://127.0.0.1:6379";
   const started = performance.now();
   const date = new Date();
 
@@ -113,16 +111,9 @@ export async function runGatewayChecksBench(options: GatewayBenchOptions): Promi
       }
     }
 
-    const redis = await connectRedis(redisUrl);
-    if (!redis) throw new Error(`gateway checks: no Redis at ${redisUrl} (BENCH_REDIS_URL): the Redis configurations cannot be measured`);
-    const redisPrefix = `warden-bench:${randomBytes(6).toString("hex")}:`;
-    h.defer(async () => {
-      try {
-        log(`gateway checks: deleted ${await deleteKeys(redis.client, redisPrefix)} Redis key(s) under ${redisPrefix}`);
-      } finally {
-        redis.client.disconnect();
-      }
-    });
+    // Before the Redis gateway starts, so that its keys are deleted after that gateway has stopped.
+    const redis = await benchRedis(h.defer, log, "gateway checks");
+    if (!redis) throw new Error(`gateway checks: no Redis at ${benchRedisUrl} (BENCH_REDIS_URL): the Redis configurations cannot be measured`);
 
     log("gateway checks: starting the bare proxy and two gateways (counters in PostgreSQL, in Redis)");
     const proxy = h.start("bare proxy", ["--expose-gc", ...h.nodeFlags, here("bare-proxy.ts")], cores?.middle, {
@@ -132,7 +123,7 @@ export async function runGatewayChecksBench(options: GatewayBenchOptions): Promi
     });
     const proxyUrl = `http://127.0.0.1:${(await guarded(proxy.next("ready"))).port}`;
     const pgGateway = await h.startGateway("gateway-pg");
-    const redisGateway = await h.startGateway("gateway-redis", { REDIS_URL: redisUrl, WARDEN_REDIS_KEY_PREFIX: redisPrefix });
+    const redisGateway = await h.startGateway("gateway-redis", redis.env);
 
     const via = (name: string, origin: string, secret: string, pid: number | undefined): Via => {
       const pool = new Pool(origin, { connections: plan.concurrency });

@@ -20,7 +20,6 @@
  * fake provider on core 0, both gateways and the bare proxy on core 1 (one carries traffic at a
  * time).
  */
-import { randomBytes } from "node:crypto";
 import { Pool } from "undici";
 import { latencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
@@ -38,7 +37,7 @@ import { benchModel, completeAnswer, requestBody } from "./payloads.ts";
 import { cpuSecondsOf, procAvailable, type BenchChild } from "./processes.ts";
 import { prose } from "./prose.ts";
 import type { GatewayBenchOptions } from "./run.ts";
-import { connectRedis, deleteKeys } from "./redis.ts";
+import { benchRedis, benchRedisUrl } from "./redis.ts";
 import { addLimitedKey, configureGateway, expectStatus, gatewayCapacity, providerApiKey, type GatewayKeyRef } from "./setup.ts";
 
 interface GatewayProcess {
@@ -84,7 +83,6 @@ export async function runGatewayCostsBench(options: GatewayBenchOptions): Promis
     switchDeadlineMs: 10_000,
     idleMs: 3000,
   };
-  const redisUrl = process.env.BENCH_REDIS_URL || "redis://127.0.0.1:6379";
 
   const started = performance.now();
   const date = new Date();
@@ -104,19 +102,9 @@ export async function runGatewayCostsBench(options: GatewayBenchOptions): Promis
       guardrailIds.push(String(created.id));
     }
 
-    // Registered before the Redis gateway starts, so that it runs after that gateway has stopped.
-    const redis = await connectRedis(redisUrl);
-    const redisPrefix = `warden-bench:${randomBytes(6).toString("hex")}:`;
-    if (redis) {
-      h.defer(async () => {
-        try {
-          const deleted = await deleteKeys(redis.client, redisPrefix);
-          log(`gateway costs: deleted ${deleted} Redis key(s) under ${redisPrefix}`);
-        } finally {
-          redis.client.disconnect();
-        }
-      });
-    } else log(`gateway costs: no Redis at ${redisUrl}: the Redis rows are left out`);
+    // Before the Redis gateway starts, so that its keys are deleted after that gateway has stopped.
+    const redis = await benchRedis(h.defer, log, "gateway costs");
+    if (!redis) log(`gateway costs: no Redis at ${benchRedisUrl}: the Redis rows are left out`);
 
     log("gateway costs: starting the bare proxy and two gateways: counters in PostgreSQL, and in Redis");
     const proxyChild = h.start("bare proxy", ["--expose-gc", ...h.nodeFlags, here("bare-proxy.ts")], cores?.middle, {
@@ -127,7 +115,7 @@ export async function runGatewayCostsBench(options: GatewayBenchOptions): Promis
     const proxy: GatewayProcess = { name: "bare proxy", child: proxyChild, url: `http://127.0.0.1:${(await guarded(proxyChild.next("ready"))).port}` };
     const pgGateway: GatewayProcess = { name: "gateway (PostgreSQL counters)", ...(await h.startGateway("gateway-pg")) };
     const redisGateway: GatewayProcess | undefined = redis
-      ? { name: "gateway (Redis counters)", ...(await h.startGateway("gateway-redis", { REDIS_URL: redisUrl, WARDEN_REDIS_KEY_PREFIX: redisPrefix })) }
+      ? { name: "gateway (Redis counters)", ...(await h.startGateway("gateway-redis", redis.env)) }
       : undefined;
 
     const target = (name: string, gateway: GatewayProcess, key: GatewayKeyRef): Target => ({
@@ -334,7 +322,7 @@ export async function runGatewayCostsBench(options: GatewayBenchOptions): Promis
           placement: cores
             ? `load generator (this process, with the idle management API) and fake provider pinned to core ${cores.generator}; both gateways pinned to core ${cores.middle} (one of them busy at a time); PostgreSQL and Redis unpinned`
             : "no pinning (taskset or a second core is missing): every process floats over all cores",
-          redis: redis ? `${redis.version} at ${redisUrl}, keys under a prefix of the run's own (deleted at the end)` : `none reachable at ${redisUrl}: the Redis rows are left out`,
+          redis: redis ? `${redis.version} at ${benchRedisUrl}, keys under a prefix of the run's own (deleted at the end)` : `none reachable at ${benchRedisUrl}: the Redis rows are left out`,
           plan:
             `guardrails: per prompt size and state, ${plan.guardrailWarmup} warm-up calls, then ${plan.sizes.map((s) => `${plan.guardrailCalls.get(s)} calls (${s / 1024} KB)`).join(" and ")} ` +
             `at c=1 in ${plan.guardrailRounds} interleaved rounds; usage limits: per variant, ${plan.limitWarmup} warm-up calls at c=${plan.concurrency}, ` +

@@ -17,7 +17,7 @@
 import { Pool } from "undici";
 import { formats, translateRequest } from "../../src/gateway/formats/translate.ts";
 import { SseSplitter } from "../../src/gateway/providers/sse.ts";
-import { parseAnswer, usageOfBody } from "../../src/gateway/usage/provider-usage.ts";
+import { parseAnswer, usageOfAnswer } from "../../src/gateway/usage/provider-usage.ts";
 import { StreamMeter } from "../../src/gateway/usage/stream-meter.ts";
 import { latencyStats, type LatencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
@@ -108,7 +108,7 @@ function cpuCalls(): Record<string, () => unknown> {
   const calls = {
     "non-streamed, pass-through (responses)": () => {
       parse(responsesReq);
-      return usageOfBody(answer);
+      return usageOfAnswer(parseAnswer(answer));
     },
     "non-streamed, translated (messages → responses)": () => {
       const body = parse(messagesReq);

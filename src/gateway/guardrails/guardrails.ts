@@ -190,16 +190,14 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     async checkOutput(request) {
       const guardrails = stageOf(request, "output");
       const guardrail = redactingOf(guardrails);
-      let body = request.body;
       let redacted: CheckedOutput["redacted"];
       let redaction: string | undefined;
       if (guardrail) {
-        const answer = parseAnswer(body);
+        // A copy of its own: redaction rewrites it in place, and a redaction that fails open must
+        // leave the caller's answer (request.answer) whole.
+        const answer = parseAnswer(request.body);
         const counts = await failSafe(guardrail, "output", async () => redactAnswer(pii(), request.spec, answer, guardrail.piiEntityTypes));
-        if (counts && counts !== failedOpen) {
-          body = Buffer.from(JSON.stringify(answer));
-          redacted = { body, answer, counts };
-        }
+        if (counts && counts !== failedOpen) redacted = { body: Buffer.from(JSON.stringify(answer)), answer, counts };
         redaction = counts === failedOpen ? "error-open" : counts ? "redacted" : "pass";
       }
       const read = redacted ? redacted.answer : request.answer;

@@ -45,11 +45,6 @@ function cachedTokens(usage: Record<string, Json>): number {
   return count(usage.cache_read_input_tokens) || (details ? count(details.cached_tokens) : 0);
 }
 
-/** The usage in a non-streamed answer body. */
-export function usageOfBody(body: Buffer): TokenUsage | undefined {
-  return usageOfAnswer(parseAnswer(body));
-}
-
 /** A non-streamed answer body as JSON; undefined when it is not JSON. */
 export function parseAnswer(body: Buffer): Json {
   try {
