@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type Span, type Tracer } from "@opentelemetry/api";
 import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState, W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http";
+import { ProtobufTraceSerializer, TraceExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   AlwaysOffSampler,
@@ -18,6 +20,7 @@ import {
 } from "@opentelemetry/sdk-trace";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Logger } from "./logger.ts";
+import { encodeTraceExport } from "./otlp-encoding.ts";
 
 /**
  * Traces, through OpenTelemetry's SDK, exported over OTLP/HTTP (protobuf) when an endpoint is set;
@@ -145,6 +148,24 @@ function meteredExporter(inner: SpanExporter, meter: QueueMeter, exported: Count
   };
 }
 
+/** Spans encoded by Warden (otlp-encoding.ts says why), the collector's answer read by the SDK. */
+const traceSerializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> = {
+  serializeRequest: encodeTraceExport,
+  deserializeResponse: (data) => ProtobufTraceSerializer.deserializeResponse(data),
+};
+
+/**
+ * The SDK's OTLP/HTTP protobuf span exporter (what `OTLPTraceExporter` of
+ * @opentelemetry/exporter-trace-otlp-proto builds: its transport, retries, timeout, headers and
+ * `OTEL_EXPORTER_OTLP_*` variables), with Warden's encoder in place of the SDK's serializer.
+ */
+function otlpExporter(settings: TracingSettings): SpanExporter {
+  const options = convertLegacyHttpOptions({ url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs }, "TRACES", "v1/traces", {
+    "Content-Type": "application/x-protobuf",
+  });
+  return new OTLPExporterBase(createOtlpHttpExportDelegate(options, traceSerializer, "otlp_http_span_exporter", TraceExporterMetricsHelper, undefined));
+}
+
 function sampler(settings: TracingSettings): Sampler {
   const ratio = () => new TraceIdRatioBasedSampler(settings.samplerRatio);
   switch (settings.sampler) {
@@ -184,7 +205,7 @@ export class Tracing {
         this.set(meter.queued);
       },
     });
-    const exporter = new OTLPTraceExporter({ url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs });
+    const exporter = otlpExporter(settings);
     // The SDK reports export failures here; one line each, never the headers (they may hold a token).
     setGlobalErrorHandler((err) => logger.warn({ component: "tracing", err: err instanceof Error ? err.message : String(err) }, "span export failed"));
     this.#provider = new TracerProvider({
