@@ -7,7 +7,7 @@ import { spanFailed, SpanKind, type Span, type Tracing } from "../../platform/tr
 import type { Attributes } from "@opentelemetry/api";
 import { hashKey } from "../../workspaces/keys.ts";
 import { checkModelAccess, availableModels } from "../access/model-access.ts";
-import type { GatewayKey, GatewaySnapshot, ProviderKind, WorkspaceConfig } from "../config/types.ts";
+import type { GatewayKey, GatewaySnapshot, ProviderConfig, ProviderKind, WorkspaceConfig } from "../config/types.ts";
 import { genAiOperation, genAiProviderName } from "../endpoints/gen-ai.ts";
 import { bundledPriceBook, costOf, dollarsText, type PriceBook } from "../cost/price-book.ts";
 import { KeyLookupFailed, type ConfigWatcher } from "../config/watcher.ts";
@@ -557,7 +557,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         "gen_ai.provider.name": genAiProviderName(attempt.provider.kind),
         "gen_ai.request.model": attempt.upstreamModel,
         "warden.provider": attempt.provider.name,
-        "server.address": URL.parse(attempt.provider.baseUrl)?.hostname ?? "",
+        "server.address": hostOf(attempt.provider),
       },
     });
   }
@@ -732,6 +732,18 @@ function endRequestSpan(tracing: Tracing, span: Span, req: IncomingMessage, stat
   if (status >= 500) spanFailed(span, trace.errorType ?? String(status));
   else if (status >= 400) span.setAttribute("error.type", trace.errorType ?? String(status));
   tracing.end(span);
+}
+
+/**
+ * A provider's host, parsed once per configured provider: parsing its URL on every call was 3%
+ * of the CPU that tracing added in a profile. Snapshots replace their providers on a reload,
+ * and the old ones' entries go with them.
+ */
+const hosts = new WeakMap<ProviderConfig, string>();
+function hostOf(provider: ProviderConfig): string {
+  let host = hosts.get(provider);
+  if (host === undefined) hosts.set(provider, (host = URL.parse(provider.baseUrl)?.hostname ?? ""));
+  return host;
 }
 
 /** The members of a request's access-log line, serialised (the writer adds level, time, bindings and msg). */

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
+import { SeriesCounter, SeriesHistogram, type CounterSeries, type HistogramSeries } from "../../platform/series-metrics.ts";
 import { GatewayError, UNREADABLE_ANSWER_PREFIX } from "../dataplane/errors.ts";
 import { UpstreamBodyTimeoutError, UpstreamConnectionError, UpstreamTimeoutError } from "../providers/errors.ts";
 import { genAiOperation } from "../endpoints/gen-ai.ts";
@@ -45,73 +46,106 @@ export interface RequestMeasure {
   costPicos?: bigint;
 }
 
+/**
+ * The series one kind of request counts into (endpoint, provider, model, status and error type
+ * decide every label), looked up on its first request and then counted into directly. Histogram
+ * series are made when first observed, as prom-client would: a series that never saw a value is
+ * not listed.
+ */
+interface RequestSeries {
+  requests: CounterSeries;
+  /** The GenAI operation of the endpoint; undefined for a request that named none (a wrong path). */
+  operation: string | undefined;
+  duration?: HistogramSeries;
+  firstToken?: HistogramSeries;
+  inputTokens?: HistogramSeries;
+  outputTokens?: HistogramSeries;
+  overhead?: HistogramSeries;
+  cost?: CounterSeries;
+}
+
+/**
+ * Kinds of request remembered (each a few series). Past it a request's series are looked up
+ * afresh: the label sets are bounded already (MAX_MODELS), this bounds the cross product.
+ */
+const MAX_KINDS = 4096;
+
 export class GatewayMetrics {
-  readonly #requests: Counter;
-  readonly #duration: Histogram;
-  readonly #firstToken: Histogram;
-  readonly #tokens: Histogram;
-  readonly #overhead: Histogram;
-  readonly #refusals: Counter;
-  readonly #upstreamErrors: Counter;
-  readonly #inFlight: Gauge;
-  readonly #cost: Counter;
+  readonly #requests: SeriesCounter;
+  readonly #duration: SeriesHistogram;
+  readonly #firstToken: SeriesHistogram;
+  readonly #tokens: SeriesHistogram;
+  readonly #overhead: SeriesHistogram;
+  readonly #refusals: SeriesCounter;
+  readonly #upstreamErrors: SeriesCounter;
+  readonly #cost: SeriesCounter;
   readonly #models = new Set<string>();
+  readonly #kinds = new Map<string, RequestSeries>();
+  #inFlight = 0;
 
   constructor(registry: Registry, queues: { requestLog: () => number; pipelineRows: () => number }) {
     const registers = [registry];
-    this.#requests = new Counter({
+    this.#requests = new SeriesCounter({
       name: "warden_gateway_requests_total",
       help: "Gateway requests answered, by endpoint, provider, model and HTTP status.",
       labelNames: ["endpoint", "provider", "model", "status"],
       registers,
     });
-    this.#duration = new Histogram({
+    this.#duration = new SeriesHistogram({
       name: "gen_ai_server_request_duration_seconds",
       help: "Time from the request to the last byte of its answer (gen_ai.server.request.duration).",
       labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "error_type"],
       buckets: durationBuckets,
       registers,
     });
-    this.#firstToken = new Histogram({
+    this.#firstToken = new SeriesHistogram({
       name: "gen_ai_server_time_to_first_token_seconds",
       help: "Time from the request to the first byte of a successful answer (gen_ai.server.time_to_first_token).",
       labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model"],
       buckets: firstTokenBuckets,
       registers,
     });
-    this.#tokens = new Histogram({
+    this.#tokens = new SeriesHistogram({
       name: "gen_ai_client_token_usage",
       help: "Tokens per request, input and output, as the provider reported them (gen_ai.client.token.usage).",
       labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model", "gen_ai_token_type"],
       buckets: tokenBuckets,
       registers,
     });
-    this.#overhead = new Histogram({
+    this.#overhead = new SeriesHistogram({
       name: "warden_gateway_overhead_seconds",
       help: "The gateway's own time before it called the provider: checks, guardrails, limits, routing, translation.",
       labelNames: ["endpoint"],
       buckets: overheadBuckets,
       registers,
     });
-    this.#refusals = new Counter({
+    this.#refusals = new SeriesCounter({
       name: "warden_gateway_refusals_total",
       help: "Requests the gateway refused itself, by reason: key, access, limit, guardrail, capacity, unavailable, configuration, request.",
       labelNames: ["reason"],
       registers,
     });
-    this.#upstreamErrors = new Counter({
+    this.#upstreamErrors = new SeriesCounter({
       name: "warden_gateway_upstream_errors_total",
       help: "Provider calls that failed, by provider and type: timeout, body_timeout, connection, status_429, status_5xx, status_4xx, unreadable.",
       labelNames: ["provider", "type"],
       registers,
     });
-    this.#cost = new Counter({
+    this.#cost = new SeriesCounter({
       name: "warden_gateway_cost_usd_total",
       help: "What the gateway's calls cost, in US dollars, at the workspace's prices (calls of models with no known price count nothing).",
       labelNames: ["provider", "model"],
       registers,
     });
-    this.#inFlight = new Gauge({ name: "warden_gateway_requests_in_flight", help: "Gateway requests in flight in this process.", registers });
+    const inFlight = () => this.#inFlight;
+    new Gauge({
+      name: "warden_gateway_requests_in_flight",
+      help: "Gateway requests in flight in this process.",
+      registers,
+      collect() {
+        this.set(inFlight());
+      },
+    });
     new Gauge({
       name: "warden_gateway_request_log_buffered",
       help: "Request-log rows waiting to be written.",
@@ -131,31 +165,42 @@ export class GatewayMetrics {
   }
 
   started(): void {
-    this.#inFlight.inc();
+    this.#inFlight += 1;
   }
 
   ended(request: RequestMeasure): void {
-    this.#inFlight.dec();
+    this.#inFlight -= 1;
     const model = this.#model(request.model);
     const provider = request.provider ?? "";
-    this.#requests.inc({ endpoint: request.endpoint, provider, model, status: request.status });
-    if (request.refusal !== undefined) this.#refusals.inc({ reason: request.refusal });
-    if (request.costPicos !== undefined) this.#cost.inc({ provider, model }, Number(request.costPicos) / 1e12);
+    const errorType = request.errorType ?? "";
+    const kind = this.#kind(request.endpoint, provider, model, request.status, errorType);
+    kind.requests.inc();
+    if (request.refusal !== undefined) this.#refusals.series(request.refusal).inc();
+    if (request.costPicos !== undefined) (kind.cost ??= this.#cost.series(provider, model)).inc(Number(request.costPicos) / 1e12);
     // Requests that named no endpoint (a wrong path) are counted, but timed under none.
-    const operation = genAiOperation(request.endpoint);
+    const operation = kind.operation;
     if (operation === undefined) return;
-    const genAi = { gen_ai_operation_name: operation, gen_ai_provider_name: provider, gen_ai_request_model: model };
-    this.#duration.observe({ ...genAi, error_type: request.errorType ?? "" }, request.latencyMs / 1000);
-    if (request.ttfbMs !== null && request.status < 400) this.#firstToken.observe(genAi, request.ttfbMs / 1000);
+    (kind.duration ??= this.#duration.series(operation, provider, model, errorType)).observe(request.latencyMs / 1000);
+    if (request.ttfbMs !== null && request.status < 400) (kind.firstToken ??= this.#firstToken.series(operation, provider, model)).observe(request.ttfbMs / 1000);
     if (request.usage) {
-      this.#tokens.observe({ ...genAi, gen_ai_token_type: "input" }, request.usage.inputTokens);
-      this.#tokens.observe({ ...genAi, gen_ai_token_type: "output" }, request.usage.outputTokens);
+      (kind.inputTokens ??= this.#tokens.series(operation, provider, model, "input")).observe(request.usage.inputTokens);
+      (kind.outputTokens ??= this.#tokens.series(operation, provider, model, "output")).observe(request.usage.outputTokens);
     }
-    if (request.overheadMs !== null) this.#overhead.observe({ endpoint: request.endpoint }, request.overheadMs / 1000);
+    if (request.overheadMs !== null) (kind.overhead ??= this.#overhead.series(request.endpoint)).observe(request.overheadMs / 1000);
   }
 
   upstreamFailed(provider: string, type: string): void {
-    this.#upstreamErrors.inc({ provider, type });
+    this.#upstreamErrors.series(provider, type).inc();
+  }
+
+  #kind(endpoint: string, provider: string, model: string, status: number, errorType: string): RequestSeries {
+    const key = `${endpoint}\u0000${provider}\u0000${model}\u0000${status}\u0000${errorType}`;
+    let kind = this.#kinds.get(key);
+    if (kind === undefined) {
+      kind = { requests: this.#requests.series(endpoint, provider, model, String(status)), operation: genAiOperation(endpoint) };
+      if (this.#kinds.size < MAX_KINDS) this.#kinds.set(key, kind);
+    }
+    return kind;
   }
 
   #model(model: string | null): string {

@@ -1,0 +1,156 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import pino from "pino";
+import { Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import { Tracing, type TracingSettings } from "../src/platform/tracing.ts";
+import { startOtlpReceiver } from "./support/otlp-receiver.ts";
+import { until } from "./support/wait.ts";
+
+/**
+ * The trace queue as Tracing sets it up (the SDK's batch processor, Warden's queue meter and OTLP
+ * encoding, the SDK's exporter), against collectors on loopback: batches leave when full or when
+ * their delay has passed, one export at a time; the queue is bounded, and what it holds, drops,
+ * sends and fails to send is on /metrics; a refused export is logged.
+ */
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+function settings(url: string, overrides: Partial<TracingSettings>): TracingSettings {
+  return {
+    url: `${url}/v1/traces`,
+    headers: {},
+    timeoutMs: 5_000,
+    serviceName: "warden-test",
+    resourceAttributes: {},
+    sampler: "parentbased_always_on",
+    samplerRatio: 1,
+    scheduleDelayMs: 60_000,
+    maxQueueSize: 2_048,
+    maxExportBatchSize: 512,
+    ...overrides,
+  };
+}
+
+function tracingAt(url: string, overrides: Partial<TracingSettings>): { tracing: Tracing; registry: Registry; lines: Record<string, unknown>[] } {
+  const registry = new Registry();
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split("\n")) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const tracing = new Tracing(settings(url, overrides), registry, pino({ level: "info" }, sink));
+  closers.push(() => tracing.shutdown());
+  return { tracing, registry, lines };
+}
+
+const none = { requestId: undefined, traceparent: undefined, tracestate: undefined };
+
+function endSpans(tracing: Tracing, names: string[]): void {
+  for (const name of names) tracing.end(tracing.startRequest(name, none, {}).span);
+}
+
+async function sample(registry: Registry, name: string): Promise<number> {
+  const match = new RegExp(`^${name} (\\S+)$`, "m").exec(await registry.metrics());
+  if (!match) throw new Error(`${name} is not on /metrics`);
+  return Number(match[1]);
+}
+
+/** A collector that answers each export with `status`, or holds its answer until `release`. */
+async function collector(status: number, hold = false): Promise<{ url: string; exports: number[]; release(): void }> {
+  const exports: number[] = [];
+  const held: ServerResponse[] = [];
+  let holding = hold;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let bytes = 0;
+    req.on("data", (chunk: Buffer) => (bytes += chunk.length));
+    req.on("end", () => {
+      exports.push(bytes);
+      if (holding) held.push(res);
+      else res.writeHead(status, { "content-type": "application/x-protobuf" }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    exports,
+    release() {
+      holding = false;
+      for (const res of held.splice(0)) res.writeHead(status, { "content-type": "application/x-protobuf" }).end();
+    },
+  };
+}
+
+describe("the trace queue", () => {
+  it("sends a batch when it is full, keeps the rest until a flush, and counts what was sent", async () => {
+    const receiver = await startOtlpReceiver();
+    closers.push(() => receiver.close());
+    const { tracing, registry } = tracingAt(receiver.url, { maxExportBatchSize: 3 });
+    endSpans(tracing, ["a", "b", "c", "d", "e", "f", "g"]);
+    await until(async () => (await sample(registry, "warden_trace_spans_exported_total")) === 6, "two full batches to be exported", 5_000);
+    expect(receiver.spans.map((s) => s.name)).toEqual(["a", "b", "c", "d", "e", "f"]);
+    expect(await sample(registry, "warden_trace_queue_spans")).toBe(1);
+    await tracing.forceFlush();
+    expect(receiver.spans.map((s) => s.name)).toEqual(["a", "b", "c", "d", "e", "f", "g"]);
+    expect(receiver.spans[6]!.resource).toEqual({ "service.name": "warden-test" });
+    expect(await sample(registry, "warden_trace_spans_exported_total")).toBe(7);
+    expect(await sample(registry, "warden_trace_queue_spans")).toBe(0);
+  });
+
+  it("sends a batch that is not full once its delay has passed", async () => {
+    const receiver = await startOtlpReceiver();
+    closers.push(() => receiver.close());
+    const { tracing } = tracingAt(receiver.url, { scheduleDelayMs: 50 });
+    endSpans(tracing, ["late"]);
+    await until(async () => receiver.spans.length === 1, "the span to be exported after the delay", 5_000);
+    expect(receiver.spans[0]!.name).toBe("late");
+  });
+
+  it("sends one export at a time, and drops what does not fit in the queue meanwhile", async () => {
+    const held = await collector(200, true);
+    const { tracing, registry } = tracingAt(held.url, { maxExportBatchSize: 2, maxQueueSize: 4 });
+    // The first two leave at once and hang at the collector; four more wait; the last four are dropped.
+    endSpans(tracing, ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]);
+    await until(async () => held.exports.length === 1, "the first export to reach the collector", 5_000);
+    expect(await sample(registry, "warden_trace_queue_spans")).toBe(4);
+    expect(await sample(registry, "warden_trace_spans_dropped_total")).toBe(4);
+    expect(held.exports).toHaveLength(1);
+    held.release();
+    await tracing.forceFlush();
+    expect(held.exports).toHaveLength(3);
+    expect(await sample(registry, "warden_trace_spans_exported_total")).toBe(6);
+    expect(await sample(registry, "warden_trace_queue_spans")).toBe(0);
+  });
+
+  it("counts and logs an export the collector refuses, and goes on with the next", async () => {
+    const refusing = await collector(400);
+    const { tracing, registry, lines } = tracingAt(refusing.url, { maxExportBatchSize: 2 });
+    endSpans(tracing, ["a", "b", "c", "d"]);
+    await until(async () => (await sample(registry, "warden_trace_spans_export_failed_total")) === 4, "both exports to fail", 5_000);
+    expect(refusing.exports).toHaveLength(2);
+    expect(await sample(registry, "warden_trace_spans_exported_total")).toBe(0);
+    const failures = lines.filter((l) => l.msg === "span export failed");
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toMatchObject({ component: "tracing", level: 40 });
+    expect(typeof failures[0]!.err).toBe("string");
+  });
+
+  it("sends what is waiting on shutdown, and takes no span after it", async () => {
+    const receiver = await startOtlpReceiver();
+    closers.push(() => receiver.close());
+    const { tracing } = tracingAt(receiver.url, {});
+    endSpans(tracing, ["before"]);
+    await tracing.shutdown();
+    expect(receiver.spans.map((s) => s.name)).toEqual(["before"]);
+    endSpans(tracing, ["after"]);
+    await tracing.forceFlush();
+    expect(receiver.spans.map((s) => s.name)).toEqual(["before"]);
+  });
+});
