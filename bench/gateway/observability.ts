@@ -9,7 +9,7 @@
  *    call, against the same loop that builds the same measure and records nothing; and one
  *    access-log line as the pipeline writes it (`accessLine`'s members through an
  *    `AccessLineWriter` on the access logger) of a pino logger made as `createLogger` makes it, to
- *    /dev/null and to a file, buffered as the gateway's stdout is written (logDestination), and
+ *    /dev/null and to a file, buffered as the gateway's stdout is written (BatchedDestination), and
  *    to /dev/null with a write per line as pino's default destination does, against the log off; and a request's two spans as the pipeline makes them,
  *    exported in batches to a collector in this process, against none. Many iterations after a warm-up, in rounds that rotate
  *    the cases; µs of wall time on the loop and of process CPU (which also holds the writes that
@@ -32,7 +32,7 @@ import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { Pool } from "undici";
 import { GatewayMetrics, type RequestMeasure } from "../../src/gateway/usage/metrics.ts";
-import { accessLogger, logDestination } from "../../src/platform/logger.ts";
+import { accessLogger, BatchedDestination } from "../../src/platform/logger.ts";
 import { AccessLineWriter, jsonText } from "../../src/platform/access-line.ts";
 import { SpanKind, Tracing, type TracingSettings } from "../../src/platform/tracing.ts";
 import { latencyStats, type LatencyStats } from "../measure.ts";
@@ -201,9 +201,9 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
   const file = path.join(os.tmpdir(), `warden-bench-access-log-${process.pid}.jsonl`);
   const devNull = openSync("/dev/null", "w");
   const fileFd = openSync(file, "w");
-  // As createLogger writes (buffered, logDestination), and as pino writes by default (a write per line when none is pending).
-  const toDevNull = logDestination(devNull);
-  const toFile = logDestination(fileFd);
+  // As createLogger writes (buffered, BatchedDestination), and as pino writes by default (a write per line when none is pending).
+  const toDevNull = new BatchedDestination(devNull);
+  const toFile = new BatchedDestination(fileFd);
   const unbuffered = pino.destination({ fd: openSync("/dev/null", "w"), sync: false, minLength: 0 });
   const loggers = { devNull: gatewayLogger(toDevNull), file: gatewayLogger(toFile), unbuffered: gatewayLogger(unbuffered) };
   const keyId = "0b6f3a52-8f1e-4c47-9a3e-5d2f7c1e9b40";
