@@ -71,7 +71,17 @@ class Writer {
     // Up to three bytes per UTF-16 unit: a string that cannot reach 128 bytes has a one-byte length.
     if (text.length < 43) {
       this.ensure(1 + text.length * 3);
-      const n = this.buf.write(text, this.pos + 1, "utf8");
+      // Most are short and ASCII (names, models, IDs): copied here, a byte a character, they cost
+      // less than the call into Buffer.write, which takes the rest.
+      const buf = this.buf;
+      const start = this.pos + 1;
+      let i = 0;
+      for (; i < text.length; i++) {
+        const code = text.charCodeAt(i);
+        if (code > 0x7f) break;
+        buf[start + i] = code;
+      }
+      const n = i === text.length ? i : this.buf.write(text, start, "utf8");
       this.buf[this.pos] = n;
       this.pos += 1 + n;
       return;
