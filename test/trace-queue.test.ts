@@ -142,6 +142,24 @@ describe("the trace queue", () => {
     expect(typeof failures[0]!.err).toBe("string");
   });
 
+  it("exports nothing for a request not sampled, and still passes its trace on, marked not sampled", async () => {
+    const receiver = await startOtlpReceiver();
+    closers.push(() => receiver.close());
+    const { tracing, registry } = tracingAt(receiver.url, { sampler: "always_off" });
+    const { span, requestId } = tracing.startRequest("POST", none, { "http.request.method": "POST" });
+    expect(span.isRecording()).toBe(false);
+    const call = tracing.startChild(span, "chat m", { attributes: { "gen_ai.request.model": "m" } });
+    tracing.step(span, "input guardrails", performance.now() - 1, performance.now());
+    const { traceId, spanId } = span.spanContext();
+    expect(traceId).toBe(requestId);
+    expect(tracing.headersFor(call)).toEqual({ traceparent: `00-${traceId}-${spanId}-00` });
+    tracing.end(call);
+    tracing.end(span);
+    await tracing.forceFlush();
+    expect(receiver.spans).toEqual([]);
+    expect(await sample(registry, "warden_trace_queue_spans")).toBe(0);
+  });
+
   it("sends what is waiting on shutdown, and takes no span after it", async () => {
     const receiver = await startOtlpReceiver();
     closers.push(() => receiver.close());

@@ -48,7 +48,16 @@ import { configureGateway } from "./setup.ts";
 /** Metrics, tracing and the access log together may cost at most this share of the gateway's throughput (issue 12). */
 export const observabilityTarget = 0.05;
 
-type VariantName = "all off" | "all on" | "all on (control process)";
+type VariantName = "all off" | "metrics only" | "access log only" | "tracing only" | "tracing only, one request in ten" | "all on" | "all on (control process)";
+
+/** A gateway process of the end-to-end part: its settings, and what it must be seen to do (its log lines, its spans). */
+interface Variant {
+  name: VariantName;
+  env: Record<string, string>;
+  logs: boolean;
+  /** Spans it must export per call, at least: 1 (every request sampled, two spans each), 0 (none), or a share. */
+  spansPerCall: number;
+}
 
 interface Cell {
   variant: VariantName;
@@ -343,18 +352,24 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
     const configuration = await configureGateway(admin, providerUrl);
     const collector = await startCollector();
     h.defer(() => collector.close());
-    log("gateway observability: starting three gateways: metrics, access log and tracing all off, all on, and all on again (control)");
+    log("gateway observability: starting seven gateways: all off, each of metrics, access log and tracing alone, tracing sampled one in ten, all on, and all on again (control)");
+    const off = { WARDEN_ACCESS_LOG: "false", WARDEN_GATEWAY_METRICS: "false" };
     const on = { WARDEN_ACCESS_LOG: "true", WARDEN_GATEWAY_METRICS: "true", OTEL_EXPORTER_OTLP_ENDPOINT: collector.url };
-    const processes: { name: VariantName; env: Record<string, string> }[] = [
-      { name: "all off", env: { WARDEN_ACCESS_LOG: "false", WARDEN_GATEWAY_METRICS: "false" } },
-      { name: "all on", env: on },
-      { name: "all on (control process)", env: on },
+    const tracing = { ...off, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url };
+    const processes: Variant[] = [
+      { name: "all off", env: off, logs: false, spansPerCall: 0 },
+      { name: "metrics only", env: { ...off, WARDEN_GATEWAY_METRICS: "true" }, logs: false, spansPerCall: 0 },
+      { name: "access log only", env: { ...off, WARDEN_ACCESS_LOG: "true" }, logs: true, spansPerCall: 0 },
+      { name: "tracing only", env: tracing, logs: false, spansPerCall: 1 },
+      { name: "tracing only, one request in ten", env: { ...tracing, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }, logs: false, spansPerCall: 0.1 },
+      { name: "all on", env: on, logs: true, spansPerCall: 1 },
+      { name: "all on (control process)", env: on, logs: true, spansPerCall: 1 },
     ];
-    const variants: { name: VariantName; child: BenchChild; target: Target; pool: Pool; url: string }[] = [];
+    const variants: (Variant & { child: BenchChild; target: Target; pool: Pool; url: string })[] = [];
     for (const p of processes) {
       const gateway = await h.startGateway(`gateway-${p.name.replace(/\W+/g, "-")}`, p.env);
       const target: Target = { name: p.name, origin: gateway.url, headers: { "content-type": "application/json", authorization: `Bearer ${configuration.key.secret}` } };
-      variants.push({ name: p.name, child: gateway.child, target, pool: new Pool(gateway.url, { connections: plan.concurrency }), url: gateway.url });
+      variants.push({ ...p, child: gateway.child, target, pool: new Pool(gateway.url, { connections: plan.concurrency }), url: gateway.url });
     }
     h.defer(() => Promise.all(variants.map((v) => v.pool.destroy())));
     const body = requestBody(benchModel, false);
@@ -413,14 +428,18 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
             sequential: latencyStats(a.sequential),
           };
         });
-        // The settings took: the processes with everything on write a line per call more than the
-        // one with all off, and have exported spans.
-        const off = cells.find((c) => c.variant === "all off")!;
-        for (const c of cells) {
-          if (c === off) continue;
-          const extra = (c.written - off.written) / c.requests;
-          if (extra < cpu.lineBytes / 2) throw new Error(`${c.variant}: only ${extra.toFixed(0)} B per call more written than with all off: is the access log on?`);
-          if (c.spans < c.requests) throw new Error(`${c.variant}: ${c.spans} spans exported for ${c.requests} calls: is tracing on?`);
+        // The settings took: the processes with the access log on write a line per call more than the
+        // one with all off, and those with tracing exported spans (a tenth of them when sampled so).
+        const offCell = cells.find((c) => c.variant === "all off")!;
+        for (const [i, c] of cells.entries()) {
+          const v = variants[i]!;
+          const extra = (c.written - offCell.written) / c.requests;
+          if (v.logs && extra < cpu.lineBytes / 2) throw new Error(`${c.variant}: only ${extra.toFixed(0)} B per call more written than with all off: is the access log on?`);
+          if (!v.logs && extra > cpu.lineBytes / 2 && v.spansPerCall === 0) throw new Error(`${c.variant}: ${extra.toFixed(0)} B per call more written than with all off: is the access log off?`);
+          // Spans: two a call when every request is sampled; with sampling, a tenth of them give or take.
+          if (v.spansPerCall === 1 && c.spans < c.requests) throw new Error(`${c.variant}: ${c.spans} spans exported for ${c.requests} calls: is tracing on?`);
+          if (v.spansPerCall === 0 && c.spans !== 0) throw new Error(`${c.variant}: ${c.spans} spans exported: is tracing off?`);
+          if (v.spansPerCall > 0 && v.spansPerCall < 1 && (c.spans === 0 || c.spans > c.requests)) throw new Error(`${c.variant}: ${c.spans} spans exported for ${c.requests} calls: is one request in ten sampled?`);
         }
         return {
           date,
@@ -430,14 +449,14 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
           nodeFlags: h.nodeFlags.join(" "),
           logLevel: h.logLevel,
           placement: cores
-            ? `load generator (this process, with the idle management API) and fake provider pinned to core ${cores.generator}; the three gateways pinned to core ${cores.middle} (one busy at a time); PostgreSQL unpinned`
+            ? `load generator (this process, with the idle management API) and fake provider pinned to core ${cores.generator}; the seven gateways pinned to core ${cores.middle} (one busy at a time); PostgreSQL unpinned`
             : "no pinning (taskset or a second core is missing): every process floats over all cores",
           plan:
             `in process: ${plan.cpuIterations} requests per case after ${plan.cpuWarmup} of warm-up, ${plan.cpuRounds} rotated rounds; ` +
             `end to end: per variant ${plan.warmup} warm-up calls at c=${plan.concurrency}, then ${plan.calls} calls at c=${plan.concurrency} in ${plan.rounds} rotated rounds, then ${plan.sequential} at c=1`,
           configuration: [
             ...configuration.description,
-            "three gateway processes on one database: WARDEN_GATEWAY_METRICS and WARDEN_ACCESS_LOG false and no OTLP endpoint; both true and OTEL_EXPORTER_OTLP_ENDPOINT at a collector on loopback (the SDK's batch defaults, every request sampled); the same again (control); /metrics not scraped during the calls",
+            "seven gateway processes on one database: all off (WARDEN_GATEWAY_METRICS and WARDEN_ACCESS_LOG false, no OTLP endpoint); each of the three alone; tracing alone with OTEL_TRACES_SAMPLER=parentbased_traceidratio and OTEL_TRACES_SAMPLER_ARG=0.1; all on (both true and OTEL_EXPORTER_OTLP_ENDPOINT at a collector on loopback, the SDK's batch defaults, every request sampled); all on again (control); /metrics not scraped during the calls",
             "stdout (the access log) to /dev/null; the collector answers every export 200",
           ],
           payloads: `request ${body.length} B (POST /v1/responses), answer ${answerBytes} B`,
@@ -515,6 +534,10 @@ function observabilityMarkdown(r: ObservabilityBenchResult): string {
     "",
     `- All three on cost **${(cost * 100).toFixed(1)}%** of the gateway's throughput end to end (control process: ${(controlCost * 100).toFixed(1)}%), ` +
       `${signed(cpuPerCall(on) - cpuPerCall(off))} µs of gateway CPU per call (control: ${signed(cpuPerCall(control) - cpuPerCall(off))} µs).`,
+    `- Each alone, against all off: ${r.cells
+      .filter((c) => c !== off && c !== on && c !== control)
+      .map((c) => `${c.variant} ${signed(cpuPerCall(c) - cpuPerCall(off))} µs of CPU per call, ${((1 - c.perSecond / off.perSecond) * 100).toFixed(1)}% of the throughput`)
+      .join("; ")}.`,
     `- In process, metrics + access log + tracing: ${together.toFixed(2)} µs of CPU per request, ${(share * 100).toFixed(1)}% of the gateway's ${Math.round(cpuPerCall(off))} µs of CPU per call with all off ` +
       `(goal ≤ ${observabilityTarget * 100}% together: ${verdict(share <= observabilityTarget && cost <= observabilityTarget)}, judged on both figures).`,
   );

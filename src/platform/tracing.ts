@@ -252,23 +252,33 @@ export class Tracing {
         if (remote) links = [{ context: remote }];
       }
     }
-    const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: { ...attributes, "warden.request_id": requestId }, links, startTime: this.#at(performance.now()) }, parent);
+    const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, links, startTime: this.#at(performance.now()) }, parent);
     this.#ids.next = undefined;
+    // Attributes go only on a span that records them: the SDK validates each one it is given (a
+    // WeakSet each), before its sampler has decided, and twice when given at the start.
+    if (span.isRecording()) {
+      span.setAttributes(attributes);
+      span.setAttribute("warden.request_id", requestId);
+    }
     return { span, requestId };
   }
 
-  /** A child of `parent`: from `startTime` (a performance.now() time; default now). End it with `end` or `fail`. */
+  /**
+   * A child of `parent`: from `startTime` (a performance.now() time; default now). End it with
+   * `end` or `fail`. A parent that is not recorded (not sampled) has no children: what it is given
+   * is its parent's context again, so that a call sent on still carries the trace (and the
+   * decision not to sample it), at none of a span's cost.
+   */
   startChild(parent: Span, name: string, options: { kind?: SpanKind; startTime?: number; attributes?: Attributes } = {}): Span {
-    return this.#tracer.startSpan(
-      name,
-      { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes, startTime: this.#at(options.startTime ?? performance.now()) },
-      trace.setSpan(context.active(), parent),
-    );
+    if (!parent.isRecording()) return trace.wrapSpanContext(parent.spanContext());
+    const span = this.#tracer.startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, startTime: this.#at(options.startTime ?? performance.now()) }, trace.setSpan(context.active(), parent));
+    if (options.attributes) span.setAttributes(options.attributes);
+    return span;
   }
 
-  /** A finished step of `parent`, from `start` to `end` (performance.now() times). */
+  /** A finished step of `parent`, from `start` to `end` (performance.now() times); nothing for a parent not recorded. */
   step(parent: Span, name: string, start: number, end: number): void {
-    this.startChild(parent, name, { startTime: start }).end(this.#at(end));
+    if (parent.isRecording()) this.startChild(parent, name, { startTime: start }).end(this.#at(end));
   }
 
   /** Ends `span` now, on the spans' one clock. */

@@ -699,6 +699,8 @@ function hasGuardrails(config: WorkspaceConfig | undefined, stage: "input" | "ou
 
 /** The request's span, named and described once the request is done. */
 function endRequestSpan(tracing: Tracing, span: Span, req: IncomingMessage, status: number, trace: Trace): void {
+  // A request not sampled records nothing: its attributes would be built for nobody.
+  if (!span.isRecording()) return;
   const url = req.url ?? "/";
   const query = url.indexOf("?");
   const operation = genAiOperation(trace.endpoint);
