@@ -48,7 +48,7 @@ import { configureGateway } from "./setup.ts";
 /** Metrics, tracing and the access log together may cost at most this share of the gateway's throughput (issue 12). */
 export const observabilityTarget = 0.05;
 
-type VariantName = "all off" | "metrics only" | "access log only" | "tracing only" | "tracing only, one request in ten" | "all on" | "all on (control process)";
+type VariantName = "all off" | "all off (control process)" | "metrics only" | "access log only" | "tracing only" | "tracing only, one request in ten" | "all on" | "all on (control process)";
 
 /** A gateway process of the end-to-end part: its settings, and what it must be seen to do (its log lines, its spans). */
 interface Variant {
@@ -352,12 +352,14 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
     const configuration = await configureGateway(admin, providerUrl);
     const collector = await startCollector();
     h.defer(() => collector.close());
-    log("gateway observability: starting seven gateways: all off, each of metrics, access log and tracing alone, tracing sampled one in ten, all on, and all on again (control)");
+    log("gateway observability: starting eight gateways: all off (twice), each of metrics, access log and tracing alone, tracing sampled one in ten, all on, and all on again (control)");
     const off = { WARDEN_ACCESS_LOG: "false", WARDEN_GATEWAY_METRICS: "false" };
     const on = { WARDEN_ACCESS_LOG: "true", WARDEN_GATEWAY_METRICS: "true", OTEL_EXPORTER_OTLP_ENDPOINT: collector.url };
     const tracing = { ...off, OTEL_EXPORTER_OTLP_ENDPOINT: collector.url };
     const processes: Variant[] = [
       { name: "all off", env: off, logs: false, spansPerCall: 0 },
+      // Two processes alike show how far apart the same settings measure: the noise of this table.
+      { name: "all off (control process)", env: off, logs: false, spansPerCall: 0 },
       { name: "metrics only", env: { ...off, WARDEN_GATEWAY_METRICS: "true" }, logs: false, spansPerCall: 0 },
       { name: "access log only", env: { ...off, WARDEN_ACCESS_LOG: "true" }, logs: true, spansPerCall: 0 },
       { name: "tracing only", env: tracing, logs: false, spansPerCall: 1 },
@@ -449,14 +451,14 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
           nodeFlags: h.nodeFlags.join(" "),
           logLevel: h.logLevel,
           placement: cores
-            ? `load generator (this process, with the idle management API) and fake provider pinned to core ${cores.generator}; the seven gateways pinned to core ${cores.middle} (one busy at a time); PostgreSQL unpinned`
+            ? `load generator (this process, with the idle management API) and fake provider pinned to core ${cores.generator}; the eight gateways pinned to core ${cores.middle} (one busy at a time); PostgreSQL unpinned`
             : "no pinning (taskset or a second core is missing): every process floats over all cores",
           plan:
             `in process: ${plan.cpuIterations} requests per case after ${plan.cpuWarmup} of warm-up, ${plan.cpuRounds} rotated rounds; ` +
             `end to end: per variant ${plan.warmup} warm-up calls at c=${plan.concurrency}, then ${plan.calls} calls at c=${plan.concurrency} in ${plan.rounds} rotated rounds, then ${plan.sequential} at c=1`,
           configuration: [
             ...configuration.description,
-            "seven gateway processes on one database: all off (WARDEN_GATEWAY_METRICS and WARDEN_ACCESS_LOG false, no OTLP endpoint); each of the three alone; tracing alone with OTEL_TRACES_SAMPLER=parentbased_traceidratio and OTEL_TRACES_SAMPLER_ARG=0.1; all on (both true and OTEL_EXPORTER_OTLP_ENDPOINT at a collector on loopback, the SDK's batch defaults, every request sampled); all on again (control); /metrics not scraped during the calls",
+            "eight gateway processes on one database: all off (WARDEN_GATEWAY_METRICS and WARDEN_ACCESS_LOG false, no OTLP endpoint), twice; each of the three alone; tracing alone with OTEL_TRACES_SAMPLER=parentbased_traceidratio and OTEL_TRACES_SAMPLER_ARG=0.1; all on (both true and OTEL_EXPORTER_OTLP_ENDPOINT at a collector on loopback, the SDK's batch defaults, every request sampled); all on again (control); /metrics not scraped during the calls",
             "stdout (the access log) to /dev/null; the collector answers every export 200",
           ],
           payloads: `request ${body.length} B (POST /v1/responses), answer ${answerBytes} B`,
@@ -534,7 +536,7 @@ function observabilityMarkdown(r: ObservabilityBenchResult): string {
     "",
     `- All three on cost **${(cost * 100).toFixed(1)}%** of the gateway's throughput end to end (control process: ${(controlCost * 100).toFixed(1)}%), ` +
       `${signed(cpuPerCall(on) - cpuPerCall(off))} µs of gateway CPU per call (control: ${signed(cpuPerCall(control) - cpuPerCall(off))} µs).`,
-    `- Each alone, against all off: ${r.cells
+    `- Against all off (its twin, the control, shows the noise): ${r.cells
       .filter((c) => c !== off && c !== on && c !== control)
       .map((c) => `${c.variant} ${signed(cpuPerCall(c) - cpuPerCall(off))} µs of CPU per call, ${((1 - c.perSecond / off.perSecond) * 100).toFixed(1)}% of the throughput`)
       .join("; ")}.`,
