@@ -160,6 +160,27 @@ describe("the trace queue", () => {
     expect(await sample(registry, "warden_trace_queue_spans")).toBe(0);
   });
 
+  it("follows a caller that did not sample its trace: nothing recorded, its trace and tracestate passed on", async () => {
+    const receiver = await startOtlpReceiver();
+    closers.push(() => receiver.close());
+    const { tracing } = tracingAt(receiver.url, {});
+    const traceId = "0af7651916cd43dd8448eb211c80319c";
+    const headers = { requestId: undefined, traceparent: `00-${traceId}-b7ad6b7169203331-00`, tracestate: "vendor=a" };
+    const { span, requestId } = tracing.startRequest("POST", headers, {});
+    expect(span.isRecording()).toBe(false);
+    expect(requestId).toBe(traceId);
+    const sent = tracing.headersFor(tracing.startChild(span, "chat m"));
+    expect(sent.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`));
+    expect(sent.traceparent).not.toContain("b7ad6b7169203331");
+    expect(sent.tracestate).toBe("vendor=a");
+    // The same caller with its trace sampled is recorded, under its span.
+    const sampled = tracing.startRequest("POST", { ...headers, traceparent: `00-${traceId}-b7ad6b7169203331-01` }, {});
+    expect(sampled.span.isRecording()).toBe(true);
+    tracing.end(sampled.span);
+    await tracing.forceFlush();
+    expect(receiver.spans.map((s) => [s.traceId, s.parentSpanId, s.traceState])).toEqual([[traceId, "b7ad6b7169203331", "vendor=a"]]);
+  });
+
   it("sends what is waiting on shutdown, and takes no span after it", async () => {
     const receiver = await startOtlpReceiver();
     closers.push(() => receiver.close());

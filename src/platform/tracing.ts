@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { context, trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type Span, type Tracer } from "@opentelemetry/api";
-import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState, W3CTraceContextPropagator } from "@opentelemetry/core";
+import { context, trace, SamplingDecision, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
+import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState } from "@opentelemetry/core";
 import { OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
 import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http";
 import { ProtobufTraceSerializer, TraceExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from "@opentelemetry/otlp-transformer";
@@ -59,7 +59,6 @@ export interface IncomingTraceHeaders {
 
 const HEX32 = /^[0-9a-f]{32}$/i;
 const ZERO_TRACE = "0".repeat(32);
-const propagator = new W3CTraceContextPropagator();
 
 /** The trace ID of a request ID: itself when it is 32 hex digits (not all zeros), else a hash of it. */
 function traceIdOf(requestId: string): string {
@@ -187,12 +186,14 @@ function sampler(settings: TracingSettings): Sampler {
 export class Tracing {
   readonly #provider: TracerProvider;
   readonly #tracer: Tracer;
+  readonly #sampler: Sampler;
   readonly #ids = new ChosenTraceIds();
   /** Epoch milliseconds at performance.now() = 0, read once (see #at). */
   readonly #anchor = Date.now() - performance.now();
 
   constructor(settings: TracingSettings, registry: Registry, logger: Logger) {
     const registers = [registry];
+    this.#sampler = sampler(settings);
     const dropped = new Counter({ name: "warden_trace_spans_dropped_total", help: "Spans dropped because the export queue was full.", registers });
     const exported = new Counter({ name: "warden_trace_spans_exported_total", help: "Spans the OTLP collector accepted.", registers });
     const failed = new Counter({ name: "warden_trace_spans_export_failed_total", help: "Spans whose export failed (the collector refused them, or did not answer in time).", registers });
@@ -210,7 +211,7 @@ export class Tracing {
     setGlobalErrorHandler((err) => logger.warn({ component: "tracing", err: err instanceof Error ? err.message : String(err) }, "span export failed"));
     this.#provider = new TracerProvider({
       resource: resourceFromAttributes({ ...settings.resourceAttributes, "service.name": settings.serviceName }),
-      sampler: sampler(settings),
+      sampler: this.#sampler,
       idGenerator: this.#ids,
       spanProcessors: [
         meter,
@@ -237,21 +238,29 @@ export class Tracing {
     let parent: Context = context.active();
     let links: Link[] | undefined;
     let requestId: string;
+    let traceId: string;
+    let parentContext: SpanContext | undefined;
     if (own === undefined) {
       // No request ID: the caller's trace, or a new one, and its ID names the request.
-      if (remote) parent = trace.setSpanContext(parent, remote);
-      else this.#ids.next = this.#ids.random.hex(16);
-      requestId = remote?.traceId ?? this.#ids.next!;
+      traceId = remote?.traceId ?? this.#ids.random.hex(16);
+      requestId = traceId;
+      if (remote) parentContext = remote;
     } else {
       requestId = own;
-      const traceId = traceIdOf(own);
-      if (remote && remote.traceId === traceId) parent = trace.setSpanContext(parent, remote);
-      else {
-        // X-Request-ID decides the trace; a caller's span in another trace is linked, not lost.
-        this.#ids.next = traceId;
-        if (remote) links = [{ context: remote }];
-      }
+      traceId = traceIdOf(own);
+      if (remote && remote.traceId === traceId) parentContext = remote;
+      // X-Request-ID decides the trace; a caller's span in another trace is linked, not lost.
+      else if (remote) links = [{ context: remote }];
     }
+    if (parentContext) parent = trace.setSpanContext(parent, parentContext);
+    // The sampler is asked first: a request it leaves out gets its span context and nothing of the
+    // SDK's (whose span start, even for a span it will not record, cost most of tracing a request
+    // sampled one in ten). The SDK asks the same sampler again for the others.
+    if (this.#sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, links ?? []).decision === SamplingDecision.NOT_RECORD) {
+      const span = trace.wrapSpanContext({ traceId, spanId: this.#ids.random.hex(8), traceFlags: TraceFlags.NONE, traceState: parentContext?.traceState });
+      return { span, requestId };
+    }
+    if (!parentContext) this.#ids.next = traceId;
     const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, links, startTime: this.#at(performance.now()) }, parent);
     this.#ids.next = undefined;
     // Attributes go only on a span that records them: the SDK validates each one it is given (a
@@ -303,8 +312,12 @@ export class Tracing {
 
   /** The traceparent (and tracestate) that makes `span` the parent of a call sent on. */
   headersFor(span: Span): Record<string, string> {
-    const headers: Record<string, string> = {};
-    propagator.inject(trace.setSpan(context.active(), span), headers, { set: (carrier, key, value) => (carrier[key] = value) });
+    // W3C Trace Context, version 00, as the SDK's propagator writes it; written here, it needs
+    // no context made for the span (a Map copied per call).
+    const { traceId, spanId, traceFlags, traceState } = span.spanContext();
+    const headers: Record<string, string> = { traceparent: `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, "0")}` };
+    const state = traceState?.serialize();
+    if (state) headers.tracestate = state;
     return headers;
   }
 

@@ -130,6 +130,8 @@ class Trace {
   timing?: ServerTiming;
   /** The request's span, when tracing is on; `stepStarted`: when its current step began. */
   span: Span | undefined;
+  /** Whether the span records (the sampler kept the request): only then are its steps spans. */
+  readonly recorded: boolean;
   stepStarted: number;
   providerKind?: ProviderKind;
   /** The model the provider was asked for (a routing rule may rename it): what is billed. */
@@ -156,6 +158,7 @@ class Trace {
     this.started = started;
     this.stepStarted = started;
     this.span = span;
+    this.recorded = span?.isRecording() ?? false;
   }
 
   /** The request's logger: every line carries its request ID. Made when first used. */
@@ -184,9 +187,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
    */
   function step(trace: Trace, name: string, spanned?: string): void {
     trace.timing?.step(name);
-    if (!trace.span) return;
+    if (!trace.recorded) return;
     const now = performance.now();
-    if (spanned !== undefined) tracing!.step(trace.span, spanned, trace.stepStarted, now);
+    if (spanned !== undefined) tracing!.step(trace.span!, spanned, trace.stepStarted, now);
     trace.stepStarted = now;
   }
 
@@ -348,7 +351,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
 
     abort.signal.throwIfAborted();
     const ticket = spec.generates ? await deps.usage.admit({ key, config, spec, body }) : nothingReserved;
-    step(trace, "limits", trace.span && config?.usageLimits.length ? "reserve usage" : undefined);
+    step(trace, "limits", trace.recorded && config?.usageLimits.length ? "reserve usage" : undefined);
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
     // before any output) the reservation is released. Always before the caller has the last byte
     // of its answer, error answers included (the finally below runs before fail() writes one): a
@@ -372,7 +375,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         }
         trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body, redaction: redaction?.verdict });
       }
-      step(trace, "guardrails", trace.span && spec.guardrails && hasGuardrails(config, "input") ? "input guardrails" : undefined);
+      step(trace, "guardrails", trace.recorded && spec.guardrails && hasGuardrails(config, "input") ? "input guardrails" : undefined);
 
       const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
       if (!route.ok) throw route.error;
@@ -445,7 +448,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           }
         }
         await settled;
-        step(trace, "output", trace.span && spec.guardrails && hasGuardrails(config, "output") ? "output guardrails" : undefined);
+        step(trace, "output", trace.recorded && spec.guardrails && hasGuardrails(config, "output") ? "output guardrails" : undefined);
         // What the caller is given (not an answer the output guardrails blocked), as text for the row.
         if (trace.capture && spec.format !== null) trace.capture.output = { answer };
         firstByte();
