@@ -180,7 +180,7 @@ export function createContentDetector(
     let norm = normalizeForContent(text);
     // Blanking turns an idiom into a run of spaces, which makes no other literal: one scan serves all.
     idiomFilter.read(norm);
-    for (const [i, idiom] of idioms.entries()) if (idiomFilter.mayMatch(i)) norm = norm.replace(idiom, (m) => " ".repeat(m.length));
+    for (let i = 0; i < idioms.length; i++) if (idiomFilter.mayMatch(i)) norm = norm.replace(idioms[i]!, (m) => " ".repeat(m.length));
     const words = tokens(norm);
     const sums: Record<ContentCategory, number> = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     const seen = new Set<number>();
@@ -203,7 +203,8 @@ export function createContentDetector(
       }
     }
     patternFilter.read(norm);
-    for (const [i, p] of patterns.entries()) {
+    for (let i = 0; i < patterns.length; i++) {
+      const p = patterns[i]!;
       if (patternFilter.mayMatch(i) && p.pattern.test(norm)) sums[p.category] += p.weight;
     }
     const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };

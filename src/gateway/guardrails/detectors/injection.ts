@@ -201,7 +201,9 @@ export function ruleFamilies(
     let quotes: [number, number][] | undefined;
     let framed: boolean | undefined;
     filter.read(text);
-    for (const [index, r] of rules.entries()) {
+    // Indexed, not entries(): this loop runs for every rule and variant of every text checked.
+    for (let index = 0; index < rules.length; index++) {
+      const r = rules[index]!;
       if ((families[r.family] ?? 0) >= r.weight || !filter.mayMatch(index)) continue;
       const m = r.pattern.exec(text);
       if (!m) continue;
