@@ -276,7 +276,8 @@ function spanFlags(traceFlags: number, isRemote: boolean | undefined): number {
   return (traceFlags & 0xff) | FLAGS_HAS_IS_REMOTE | (isRemote ? FLAGS_IS_REMOTE : 0);
 }
 
-function writeLink(w: Writer, context: SpanContext, attributes: Attributes | undefined, dropped: number | undefined): void {
+/** trace_id, span_id and trace_state: fields 1 to 3 of a Span and of a Link alike. */
+function writeContext(w: Writer, context: SpanContext): void {
   w.tag(1, LEN);
   w.hexBytes(context.traceId);
   w.tag(2, LEN);
@@ -286,6 +287,10 @@ function writeLink(w: Writer, context: SpanContext, attributes: Attributes | und
     w.tag(3, LEN);
     w.string(traceState);
   }
+}
+
+function writeLink(w: Writer, context: SpanContext, attributes: Attributes | undefined, dropped: number | undefined): void {
+  writeContext(w, context);
   if (attributes) writeAttributes(w, attributes, 4);
   w.tag(5, VARINT);
   w.varint(dropped ?? 0);
@@ -295,15 +300,7 @@ function writeLink(w: Writer, context: SpanContext, attributes: Attributes | und
 
 function writeSpan(w: Writer, span: ReadableSpan): void {
   const context = span.spanContext();
-  w.tag(1, LEN);
-  w.hexBytes(context.traceId);
-  w.tag(2, LEN);
-  w.hexBytes(context.spanId);
-  const traceState = context.traceState?.serialize();
-  if (traceState) {
-    w.tag(3, LEN);
-    w.string(traceState);
-  }
+  writeContext(w, context);
   const parent = span.parentSpanContext;
   if (parent?.spanId) {
     w.tag(4, LEN);

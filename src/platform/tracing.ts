@@ -254,8 +254,9 @@ export class Tracing {
     }
     if (parentContext) parent = trace.setSpanContext(parent, parentContext);
     // The sampler is asked first: a request it leaves out gets its span context and nothing of the
-    // SDK's (whose span start, even for a span it will not record, cost most of tracing a request
-    // sampled one in ten). The SDK asks the same sampler again for the others.
+    // SDK's, whose span start still counts the span for its own metrics and wraps it (a fifth of
+    // tracing's cost at one request in ten: 3.8 → 3.0 µs). The SDK asks the same sampler again for
+    // the others.
     if (this.#sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, links ?? []).decision === SamplingDecision.NOT_RECORD) {
       const span = trace.wrapSpanContext({ traceId, spanId: this.#ids.random.hex(8), traceFlags: TraceFlags.NONE, traceState: parentContext?.traceState });
       return { span, requestId };
