@@ -129,6 +129,21 @@ describe("the trace queue", () => {
     expect(await sample(registry, "warden_trace_queue_spans")).toBe(0);
   });
 
+  it("sends a full queue on a flush, however small its batches, while an export is still out", async () => {
+    const held = await collector(200, true);
+    const { tracing, registry } = tracingAt(held.url, { maxExportBatchSize: 2, maxQueueSize: 100 });
+    const names = Array.from({ length: 70 }, (_, i) => `s${i}`);
+    endSpans(tracing, names);
+    await until(async () => held.exports.length === 1, "the first export to reach the collector", 5_000);
+    // 34 batches wait behind the one held: the flush sends them all at once.
+    const flushed = tracing.forceFlush();
+    await until(async () => held.exports.length === 35, "every batch to reach the collector", 5_000);
+    held.release();
+    await flushed;
+    expect(await sample(registry, "warden_trace_spans_exported_total")).toBe(70);
+    expect(await sample(registry, "warden_trace_spans_export_failed_total")).toBe(0);
+  });
+
   it("counts and logs an export the collector refuses, and goes on with the next", async () => {
     const refusing = await collector(400);
     const { tracing, registry, lines } = tracingAt(refusing.url, { maxExportBatchSize: 2 });

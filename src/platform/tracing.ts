@@ -159,7 +159,11 @@ const traceSerializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> 
  * `OTEL_EXPORTER_OTLP_*` variables), with Warden's encoder in place of the SDK's serializer.
  */
 function otlpExporter(settings: TracingSettings): SpanExporter {
-  const options = convertLegacyHttpOptions({ url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs }, "TRACES", "v1/traces", {
+  // The batch processor's flush (at shutdown) sends every queued batch at once; the exporter
+  // refuses exports past its limit (30 by default), and those spans would be lost. As many as the
+  // queue can hold, and the one already out.
+  const concurrencyLimit = Math.max(30, Math.ceil(settings.maxQueueSize / settings.maxExportBatchSize) + 1);
+  const options = convertLegacyHttpOptions({ url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs, concurrencyLimit }, "TRACES", "v1/traces", {
     "Content-Type": "application/x-protobuf",
   });
   return new OTLPExporterBase(createOtlpHttpExportDelegate(options, traceSerializer, "otlp_http_span_exporter", TraceExporterMetricsHelper, undefined));
