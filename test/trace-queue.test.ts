@@ -1,11 +1,9 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { Tracing, type TracingSettings } from "../src/platform/tracing.ts";
-import { startOtlpReceiver } from "./support/otlp-receiver.ts";
+import { startOtlpReceiver, type OtlpReceiver, type OtlpReceiverOptions } from "./support/otlp-receiver.ts";
 import { until } from "./support/wait.ts";
 
 /**
@@ -62,36 +60,16 @@ async function sample(registry: Registry, name: string): Promise<number> {
   return Number(match[1]);
 }
 
-/** A collector that answers each export with `status`, or holds its answer until `release`. */
-async function collector(status: number, hold = false): Promise<{ url: string; exports: number[]; release(): void }> {
-  const exports: number[] = [];
-  const held: ServerResponse[] = [];
-  let holding = hold;
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let bytes = 0;
-    req.on("data", (chunk: Buffer) => (bytes += chunk.length));
-    req.on("end", () => {
-      exports.push(bytes);
-      if (holding) held.push(res);
-      else res.writeHead(status, { "content-type": "application/x-protobuf" }).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    exports,
-    release() {
-      holding = false;
-      for (const res of held.splice(0)) res.writeHead(status, { "content-type": "application/x-protobuf" }).end();
-    },
-  };
+/** A collector on loopback, closed after the test. */
+async function receiverFor(options: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
+  const receiver = await startOtlpReceiver(options);
+  closers.push(() => receiver.close());
+  return receiver;
 }
 
 describe("the trace queue", () => {
   it("sends a batch when it is full, keeps the rest until a flush, and counts what was sent", async () => {
-    const receiver = await startOtlpReceiver();
-    closers.push(() => receiver.close());
+    const receiver = await receiverFor();
     const { tracing, registry } = tracingAt(receiver.url, { maxExportBatchSize: 3 });
     endSpans(tracing, ["a", "b", "c", "d", "e", "f", "g"]);
     await until(async () => (await sample(registry, "warden_trace_spans_exported_total")) === 6, "two full batches to be exported", 5_000);
@@ -105,8 +83,7 @@ describe("the trace queue", () => {
   });
 
   it("sends a batch that is not full once its delay has passed", async () => {
-    const receiver = await startOtlpReceiver();
-    closers.push(() => receiver.close());
+    const receiver = await receiverFor();
     const { tracing } = tracingAt(receiver.url, { scheduleDelayMs: 50 });
     endSpans(tracing, ["late"]);
     await until(async () => receiver.spans.length === 1, "the span to be exported after the delay", 5_000);
@@ -114,30 +91,30 @@ describe("the trace queue", () => {
   });
 
   it("sends one export at a time, and drops what does not fit in the queue meanwhile", async () => {
-    const held = await collector(200, true);
+    const held = await receiverFor({ hold: true });
     const { tracing, registry } = tracingAt(held.url, { maxExportBatchSize: 2, maxQueueSize: 4 });
     // The first two leave at once and hang at the collector; four more wait; the last four are dropped.
     endSpans(tracing, ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]);
-    await until(async () => held.exports.length === 1, "the first export to reach the collector", 5_000);
+    await until(async () => held.contentTypes.length === 1, "the first export to reach the collector", 5_000);
     expect(await sample(registry, "warden_trace_queue_spans")).toBe(4);
     expect(await sample(registry, "warden_trace_spans_dropped_total")).toBe(4);
-    expect(held.exports).toHaveLength(1);
+    expect(held.contentTypes).toHaveLength(1);
     held.release();
     await tracing.forceFlush();
-    expect(held.exports).toHaveLength(3);
+    expect(held.contentTypes).toHaveLength(3);
     expect(await sample(registry, "warden_trace_spans_exported_total")).toBe(6);
     expect(await sample(registry, "warden_trace_queue_spans")).toBe(0);
   });
 
   it("sends a full queue on a flush, however small its batches, while an export is still out", async () => {
-    const held = await collector(200, true);
+    const held = await receiverFor({ hold: true });
     const { tracing, registry } = tracingAt(held.url, { maxExportBatchSize: 2, maxQueueSize: 100 });
     const names = Array.from({ length: 70 }, (_, i) => `s${i}`);
     endSpans(tracing, names);
-    await until(async () => held.exports.length === 1, "the first export to reach the collector", 5_000);
+    await until(async () => held.contentTypes.length === 1, "the first export to reach the collector", 5_000);
     // 34 batches wait behind the one held: the flush sends them all at once.
     const flushed = tracing.forceFlush();
-    await until(async () => held.exports.length === 35, "every batch to reach the collector", 5_000);
+    await until(async () => held.contentTypes.length === 35, "every batch to reach the collector", 5_000);
     held.release();
     await flushed;
     expect(await sample(registry, "warden_trace_spans_exported_total")).toBe(70);
@@ -145,11 +122,11 @@ describe("the trace queue", () => {
   });
 
   it("counts and logs an export the collector refuses, and goes on with the next", async () => {
-    const refusing = await collector(400);
+    const refusing = await receiverFor({ status: 400 });
     const { tracing, registry, lines } = tracingAt(refusing.url, { maxExportBatchSize: 2 });
     endSpans(tracing, ["a", "b", "c", "d"]);
     await until(async () => (await sample(registry, "warden_trace_spans_export_failed_total")) === 4, "both exports to fail", 5_000);
-    expect(refusing.exports).toHaveLength(2);
+    expect(refusing.contentTypes).toHaveLength(2);
     expect(await sample(registry, "warden_trace_spans_exported_total")).toBe(0);
     const failures = lines.filter((l) => l.msg === "span export failed");
     expect(failures).toHaveLength(2);
@@ -158,8 +135,7 @@ describe("the trace queue", () => {
   });
 
   it("exports nothing for a request not sampled, and still passes its trace on, marked not sampled", async () => {
-    const receiver = await startOtlpReceiver();
-    closers.push(() => receiver.close());
+    const receiver = await receiverFor();
     const { tracing, registry } = tracingAt(receiver.url, { sampler: "always_off" });
     const { span, requestId } = tracing.startRequest("POST", none, { "http.request.method": "POST" });
     expect(span.isRecording()).toBe(false);
@@ -176,8 +152,7 @@ describe("the trace queue", () => {
   });
 
   it("follows a caller that did not sample its trace: nothing recorded, its trace and tracestate passed on", async () => {
-    const receiver = await startOtlpReceiver();
-    closers.push(() => receiver.close());
+    const receiver = await receiverFor();
     const { tracing } = tracingAt(receiver.url, {});
     const traceId = "0af7651916cd43dd8448eb211c80319c";
     const headers = { requestId: undefined, traceparent: `00-${traceId}-b7ad6b7169203331-00`, tracestate: "vendor=a" };
@@ -197,8 +172,7 @@ describe("the trace queue", () => {
   });
 
   it("sends what is waiting on shutdown, and takes no span after it", async () => {
-    const receiver = await startOtlpReceiver();
-    closers.push(() => receiver.close());
+    const receiver = await receiverFor();
     const { tracing } = tracingAt(receiver.url, {});
     endSpans(tracing, ["before"]);
     await tracing.shutdown();

@@ -191,18 +191,23 @@ function varintSize(value: number): number {
 const MAX_CACHED_KEYS = 1024;
 const keyFields = new Map<string, Uint8Array>();
 
+/** As {@link writeKept} does for a resource, by name; written out, as it runs for every attribute. */
 function writeKey(w: Writer, key: string): void {
-  let field = keyFields.get(key);
-  if (field === undefined) {
-    const start = w.pos;
-    w.tag(1, LEN);
-    w.string(key);
-    if (keyFields.size >= MAX_CACHED_KEYS) return;
-    field = w.copy(start);
-    keyFields.set(key, field);
-    return;
-  }
-  w.raw(field);
+  const field = keyFields.get(key);
+  if (field !== undefined) return w.raw(field);
+  const start = w.pos;
+  w.tag(1, LEN);
+  w.string(key);
+  if (keyFields.size < MAX_CACHED_KEYS) keyFields.set(key, w.copy(start));
+}
+
+/** Writes the field of `key`: its bytes kept from the first time, or `write`'s, then kept. */
+function writeKept<K extends object>(w: Writer, kept: WeakMap<K, Uint8Array>, key: K, write: () => void): void {
+  const field = kept.get(key);
+  if (field !== undefined) return w.raw(field);
+  const start = w.pos;
+  write();
+  kept.set(key, w.copy(start));
 }
 
 function writeAttributes(w: Writer, attributes: Attributes, field: number): void {
@@ -362,27 +367,19 @@ type Scope = ReadableSpan["instrumentationScope"];
 const encodedResources = new WeakMap<Resource, Uint8Array>();
 const encodedScopes = new WeakMap<Scope, Uint8Array>();
 
-function resourceField(w: Writer, resource: Resource): Uint8Array {
-  let field = encodedResources.get(resource);
-  if (field === undefined) {
-    const start = w.pos;
+function writeResource(w: Writer, resource: Resource): void {
+  writeKept(w, encodedResources, resource, () => {
     w.tag(1, LEN);
     const body = w.begin(1);
     writeAttributes(w, resource.attributes, 1);
     w.tag(2, VARINT);
     w.varint(0);
     w.end(body, 1);
-    field = w.copy(start);
-    w.pos = start;
-    encodedResources.set(resource, field);
-  }
-  return field;
+  });
 }
 
-function scopeField(w: Writer, scope: Scope): Uint8Array {
-  let field = encodedScopes.get(scope);
-  if (field === undefined) {
-    const start = w.pos;
+function writeScope(w: Writer, scope: Scope): void {
+  writeKept(w, encodedScopes, scope, () => {
     w.tag(1, LEN);
     const body = w.begin(1);
     w.tag(1, LEN);
@@ -392,11 +389,7 @@ function scopeField(w: Writer, scope: Scope): Uint8Array {
       w.string(scope.version);
     }
     w.end(body, 1);
-    field = w.copy(start);
-    w.pos = start;
-    encodedScopes.set(scope, field);
-  }
-  return field;
+  });
 }
 
 const writer = new Writer();
@@ -420,11 +413,11 @@ export function encodeTraceExport(spans: ReadonlyArray<ReadableSpan>): Uint8Arra
   for (const [resource, byScope] of byResource) {
     w.tag(1, LEN);
     const resourceSpans = w.begin(BATCH_RESERVE);
-    w.raw(resourceField(w, resource));
+    writeResource(w, resource);
     for (const [scope, list] of byScope) {
       w.tag(2, LEN);
       const scopeSpans = w.begin(BATCH_RESERVE);
-      w.raw(scopeField(w, scope));
+      writeScope(w, scope);
       for (const span of list) {
         w.tag(2, LEN);
         const start = w.begin(SPAN_RESERVE);

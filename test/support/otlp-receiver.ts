@@ -31,14 +31,25 @@ export interface ReceivedSpan {
 export interface OtlpReceiver {
   url: string;
   spans: ReceivedSpan[];
-  /** Content types of the exports received. */
+  /** Content types of the exports received, one per export. */
   contentTypes: string[];
+  /** Answers the exports held so far (`hold`), and every later one at once. */
+  release(): void;
   close(): Promise<void>;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+export interface OtlpReceiverOptions {
+  /** The status of every answer: 200 by default; 400 is a refusal the exporter does not retry. */
+  status?: number;
+  /** Hold every answer until `release`: the exports stay in flight. */
+  hold?: boolean;
+}
+
+export async function startOtlpReceiver(options: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const contentTypes: string[] = [];
+  const held: (() => void)[] = [];
+  let holding = options.hold ?? false;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -49,7 +60,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }
       contentTypes.push(req.headers["content-type"] ?? "");
       spans.push(...decodeExport(new Uint8Array(Buffer.concat(chunks))));
-      res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
+      const answer = () => void res.writeHead(options.status ?? 200, { "content-type": "application/x-protobuf" }).end();
+      if (holding) held.push(answer);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -58,6 +71,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: `http://127.0.0.1:${port}`,
     spans,
     contentTypes,
+    release() {
+      holding = false;
+      for (const answer of held.splice(0)) answer();
+    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
