@@ -297,14 +297,75 @@ describe("content safety", () => {
 
 describe("rule literals", () => {
   it("reads the literals a match cannot do without, and gives up on any other shape", () => {
-    expect(requiredLiterals("\\b(?:ignore|disregard|forget)s?\\b(?: about)? \\S+")).toEqual(["ignore", "disregard", "forget"]);
+    // Each requirement is a list one of whose literals must occur; all requirements must hold.
+    expect(requiredLiterals("\\b(?:ignore|disregard|forget)s?\\b(?: about)? \\S+ (?:instructions|prompts?)")).toEqual([
+      ["ignore", "disregard", "forget"],
+      ["instructions", "prompt"],
+    ]);
     // A character made optional by a quantifier ends the literal: "don'?t" needs only "don".
-    expect(requiredLiterals("\\b(?:do not|don'?t|never) (?:follow|obey)")).toEqual(["do not", "don", "never"]);
-    // Each top-level branch contributes its own.
-    expect(requiredLiterals("\\bpwned\\b|^\\W*state that\\b")).toEqual(["pwned", "state that"]);
-    expect(requiredLiterals("(?:^|\\n)system:")).toBeUndefined();
-    expect(requiredLiterals("\\b(?:you )?are evil")).toBeUndefined();
-    expect(requiredLiterals("\\b(?!chatgpt\\b)[a-z]{2,}gpt\\b")).toBeUndefined();
+    expect(requiredLiterals("\\b(?:do not|don'?t|never) (?:follow|obey)")).toEqual([["do not", "don", "never"], ["follow", "obey"]]);
+    // Several top-level branches: the most telling requirement of each, joined.
+    expect(requiredLiterals("\\bpwned\\b|^\\W*state that\\b")).toEqual([["pwned", "state that"]]);
+    // Runs and groups past classes, look-arounds and optional parts count too.
+    expect(requiredLiterals("(?:^|\\n)system:")).toEqual([["system:"]]);
+    expect(requiredLiterals("\\b(?!chatgpt\\b)[a-z]{2,}gpt\\b")).toEqual([["gpt"]]);
+    expect(requiredLiterals("\\b(?:you )?are evil")).toEqual([["are evil"]]);
+    // Literals under three characters, and optional groups, are not worth a check.
+    expect(requiredLiterals("\\b(?:a|an) (?:cat|dog)?")).toBeUndefined();
+    expect(requiredLiterals("(?:x{0,2}|y)z")).toBeUndefined();
+    expect(requiredLiterals("[a-z]+\\d")).toBeUndefined();
+  });
+
+  it("never skips an expression on a text it matches (random expressions and texts)", () => {
+    let state = 11;
+    const next = (n: number): number => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return (state >>> 8) % n;
+    };
+    const pick = <T,>(items: readonly T[]): T => items[next(items.length)]!;
+    let groups = 0;
+    const atom = (depth: number): string => {
+      const choice = next(depth >= 2 ? 4 : 9);
+      switch (choice) {
+        case 0:
+        case 1:
+          return pick(["abc", "bca", "cab", "ab", "a", "b c", "c", "aab"]);
+        case 2:
+          return pick(["[ab]", ".", " ", "[^a]", "\\s"]);
+        case 3:
+          // Assertions, which take no quantifier: grouped, so that one can follow.
+          return `(?:${pick(["(?=a)", "(?!b)", "(?<=c)", "(?<!a)", "^", "$", "\\b"])})`;
+        case 4:
+          return `(?:${sequence(depth + 1)}|${sequence(depth + 1)})`;
+        case 5:
+          return `(${sequence(depth + 1)})`;
+        case 6:
+          return `(?<g${groups++}>${sequence(depth + 1)}|${sequence(depth + 1)})`;
+        default:
+          return `(?:${sequence(depth + 1)})`;
+      }
+    };
+    const sequence = (depth: number): string => {
+      let out = "";
+      // Bounded quantifiers only: nested unbounded ones make the expression engine backtrack for minutes.
+      for (let k = 1 + next(4); k > 0; k--) out += atom(depth) + (next(4) === 0 ? pick(["?", "{0,2}", "{1,2}", "{2}", "??", "{1,2}?"]) : "");
+      return out;
+    };
+    let checked = 0;
+    for (let r = 0; r < 400; r++) {
+      const source = next(3) === 0 ? `${sequence(0)}|${sequence(0)}` : sequence(0);
+      const pattern = new RegExp(source, "u");
+      const requirements = requiredLiterals(source);
+      if (!requirements) continue;
+      for (let t = 0; t < 300; t++) {
+        let text = "";
+        for (let k = next(24); k > 0; k--) text += pick(["a", "b", "c", " ", "ab", "abc", "bca", "cab", "\n"]);
+        if (!pattern.test(text)) continue;
+        checked++;
+        for (const literals of requirements) expect(literals.some((l) => text.includes(l)), `${source} on ${JSON.stringify(text)}`).toBe(true);
+      }
+    }
+    expect(checked).toBeGreaterThan(2000);
   });
 
   it("finds in one pass exactly the literals that includes() finds", () => {

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreContent } from "../src/gateway/guardrails/detectors/content-safety.ts";
 import { markdownImageTemplate, mixedWordCount, quotedSpans, shoutedRun } from "../src/gateway/guardrails/detectors/injection-scans.ts";
 import { scoreInjection } from "../src/gateway/guardrails/detectors/injection.ts";
-import { nfkc } from "../src/gateway/guardrails/detectors/normalize.ts";
+import { nfkc, streamSafe } from "../src/gateway/guardrails/detectors/normalize.ts";
+import { base64Runs, normalizeSpacing } from "../src/gateway/guardrails/detectors/rule-text.ts";
 import { detectPii } from "../src/gateway/guardrails/detectors/pii.ts";
 import { messagesText } from "../src/gateway/endpoints/caller-text.ts";
 import { joinCapped } from "../src/gateway/guardrails/text.ts";
@@ -67,6 +68,47 @@ describe("linear scanners find what the expressions they replace found", () => {
       const text = gen(["'", '"', "«", "»", "a", "B", " ", "\n", "x", "'a"], 30);
       const expected = [...text.matchAll(QUOTED)].map((m) => [m.index, m.index + m[0].length]);
       expect(quotedSpans(text), JSON.stringify(text)).toEqual(expected);
+    }
+  });
+
+  it("the rules' spacing and quotes, in one pass", () => {
+    const sixPasses = (text: string): string =>
+      text
+        .replace(/[\u2018\u2019\u201b\u2032]/g, "'")
+        .replace(/[\u201c\u201d\u201e\u2033]/g, '"')
+        .replace(/\\n/g, "\n")
+        .replace(/\r\n?/g, "\n")
+        .replace(/[^\S\n]+/g, " ")
+        .replace(/ ?\n ?/g, "\n");
+    const gen = random(6);
+    const alphabet = ["a", " ", "  ", "\n", "\r", "\\", "n", "\t", "\u00a0", "\u2003", "\u3000", "\ufeff", "\u2028", "\u2019", "\u201c", "\u2033", "\ud800", "é"];
+    for (let i = 0; i < 20_000; i++) {
+      const text = gen(alphabet, 16);
+      expect(normalizeSpacing(text), JSON.stringify(text)).toBe(sixPasses(text));
+    }
+    const long = "a \u2019b\r\n".repeat(5000);
+    expect(normalizeSpacing(long)).toBe(sixPasses(long));
+  });
+
+  it("base64 runs", () => {
+    const gen = random(7);
+    const alphabet = ["QUJD", "a", "Z", "9", "+", "/", "=", "==", " ", "-", "é", "QUJDREVGR0hJSktMTU5PUFFS"];
+    let found = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const text = gen(alphabet, 14);
+      const expected = text.match(/[A-Za-z0-9+/]{24,}={0,2}/g) ?? [];
+      found += expected.length;
+      expect(base64Runs(text), JSON.stringify(text)).toEqual(expected);
+    }
+    expect(found).toBeGreaterThan(1000);
+  });
+
+  it("stream-safe text, with and without marks", () => {
+    const LONG_MARK_RUN = /[\p{M}\uFF9E\uFF9F]{30}(?=[\p{M}\uFF9E\uFF9F])/gu;
+    const gen = random(8);
+    for (let i = 0; i < 5_000; i++) {
+      const text = gen(["a", "\u0301", "\u0316", "\uff9e", " ", "\u0301".repeat(29)], 12);
+      expect(streamSafe(text), JSON.stringify(text)).toBe(text.replace(LONG_MARK_RUN, "$&\u034F"));
     }
   });
 

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { nfkc } from "./normalize.ts";
+import { foldText } from "./normalize.ts";
 import { LiteralFilter, requiredLiterals } from "./rule-literals.ts";
 
 /**
@@ -102,8 +102,7 @@ const TOKEN = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
 
 /** NFKC, lower case, straight apostrophes, a few HTML entities, single spaces. */
 export function normalizeForContent(text: string): string {
-  return nfkc(text)
-    .toLowerCase()
+  return foldText(text)
     .replace(/&amp;/g, "&")
     .replace(/&#8220;|&#8221;|&quot;/g, '"')
     .replace(/&#8217;|&#39;/g, "'")

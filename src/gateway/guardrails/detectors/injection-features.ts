@@ -45,8 +45,24 @@ export class InjectionFeaturizer {
     for (const family of RULE_FAMILIES) {
       const weight = families[family];
       if (!weight) continue;
-      const bucket = (weight >= STRONG_RULE ? this.#strong : this.#weak).get(family);
+      const bucket = this.#bucketOf(family, weight);
       if (bucket !== undefined) visit(bucket, weight);
     }
+  }
+
+  /** `bias` plus the dot product of `weights` with the text's features: what {@link visit} would add up, in its order. */
+  margin({ tokens, families }: FeatureInput, weights: Float32Array, bias: number): number {
+    let z = this.#ngrams.dot(tokens, weights, bias);
+    for (const family of RULE_FAMILIES) {
+      const weight = families[family];
+      if (!weight) continue;
+      const bucket = this.#bucketOf(family, weight);
+      if (bucket !== undefined) z += weights[bucket]! * weight;
+    }
+    return z;
+  }
+
+  #bucketOf(family: RuleFamily, weight: number): number | undefined {
+    return (weight >= STRONG_RULE ? this.#strong : this.#weak).get(family);
   }
 }

@@ -1,5 +1,5 @@
 import { markdownImageTemplate } from "./injection-scans.ts";
-import { requiredLiterals } from "./rule-literals.ts";
+import { requiredLiterals, type Requirement } from "./rule-literals.ts";
 
 /**
  * Rule families of the prompt-injection detector. Each family holds weighted patterns; a family
@@ -38,8 +38,8 @@ export interface InjectionRule {
   weight: number;
   /** A regular expression, or a scanner where an expression would take quadratic time. */
   pattern: { exec(text: string): RuleMatch | null };
-  /** Strings one of which every match contains (rule-literals.ts): without any, the rule is skipped. */
-  literals?: readonly string[];
+  /** Lists of strings, one of each of which every match contains (rule-literals.ts): without, the rule is skipped. */
+  literals?: readonly Requirement[];
 }
 
 /**

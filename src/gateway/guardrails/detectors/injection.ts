@@ -14,7 +14,9 @@ import {
 } from "./injection-rules.ts";
 import { mixedWordCount, quotedSpans, shoutedRun } from "./injection-scans.ts";
 import { LiteralFilter } from "./rule-literals.ts";
-import { dequantize, foldText, sigmoid, wordsOf, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
+import { base64Runs, normalizeSpacing } from "./rule-text.ts";
+import { foldText } from "./normalize.ts";
+import { dequantize, sigmoid, wordsOf, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
 
 /**
  * Prompt-injection score in [0, 1]: a logistic-regression classifier over hashed word and
@@ -90,18 +92,7 @@ export function parseInjectionWeights(json: string): InjectionWeightsFile {
 
 /** NFKC, lower case, straight quotes, single spaces; line breaks kept (delimiter rules use them). */
 export function normalizeForRules(text: string): string {
-  return normalizeFolded(foldText(text));
-}
-
-/** {@link normalizeForRules} of a text already folded (NFKC, lower case). */
-function normalizeFolded(folded: string): string {
-  return folded
-    .replace(/[\u2018\u2019\u201b\u2032]/g, "'")
-    .replace(/[\u201c\u201d\u201e\u2033]/g, '"')
-    .replace(/\\n/g, "\n")
-    .replace(/\r\n?/g, "\n")
-    .replace(/[^\S\n]+/g, " ")
-    .replace(/ ?\n ?/g, "\n");
+  return normalizeSpacing(foldText(text));
 }
 
 const LEET: Readonly<Record<string, string>> = { "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", $: "s", "!": "i" };
@@ -139,8 +130,8 @@ function shouted(raw: string): boolean {
 
 /** Base64 runs of 24+ characters that decode to mostly printable text. */
 function unbase64(original: string): string | undefined {
-  const runs = original.match(/[A-Za-z0-9+/]{24,}={0,2}/g);
-  if (!runs) return undefined;
+  const runs = base64Runs(original);
+  if (runs.length === 0) return undefined;
   const decoded: string[] = [];
   for (const run of runs) {
     const text = Buffer.from(run, "base64").toString("utf8");
@@ -158,7 +149,7 @@ function unreverse(text: string): string | undefined {
 
 /** The normalized text and the de-obfuscated variants that apply to it. */
 export function ruleVariants(text: string, folded: string = foldText(text)): string[] {
-  const base = normalizeFolded(folded);
+  const base = normalizeSpacing(folded);
   const variants = [base];
   for (const v of [unleet(base), unspace(text.toLowerCase()), unbase64(text), unreverse(base)]) {
     if (v !== undefined && v !== base) variants.push(v);
@@ -299,11 +290,7 @@ export function createInjectionDetector(file: InjectionWeightsFile): InjectionDe
   const featurizer = new InjectionFeaturizer(file.features);
   const explain = (text: string): InjectionExplanation => {
     const evidence = injectionEvidence(text);
-    let z = file.bias;
-    featurizer.visit(evidence, (bucket, value) => {
-      z += (weights[bucket] ?? 0) * value;
-    });
-    const classifier = sigmoid(z);
+    const classifier = sigmoid(featurizer.margin(evidence, weights, file.bias));
     const rules = blockingEvidence(evidence.families, file.blockingRules);
     const score = combineScores(rules, classifier);
     return { score: round4(score), classifier: round4(classifier), rules: round4(rules), families: evidence.families };

@@ -1,17 +1,26 @@
 /**
  * The literal text a regular expression cannot match without: for a rule like
- * `\b(?:ignore|disregard|forget)s?\b …`, one of "ignore", "disregard", "forget" must occur in the
- * text. Checking that with `includes` (cached per text) is far cheaper than running the expression,
- * and most rules have no literal in most texts, so the detector skips them (injection.ts).
+ * `\b(?:ignore|disregard|forget)s?\b(?: \S+){0,4} (?:instructions|prompts?)`, one of "ignore",
+ * "disregard", "forget" must occur in the text, and one of "instructions", "prompt". Checking that
+ * (one pass over the text for all of them, `LiteralSet`) is far cheaper than running the
+ * expression, and most rules lack one of their literals in most texts, so the detectors skip them
+ * (injection.ts, content-safety.ts).
  *
- * Conservative by construction: only a branch that begins (after `\b`, `^` and `\W*`) with plain
- * characters, or with a non-optional group whose every alternative does, yields literals; a literal
- * ends before any metacharacter, and before a character that a quantifier makes optional. Any
- * other shape answers `undefined`: the rule always runs.
+ * Conservative by construction. An expression's top-level branches each give what they require,
+ * and the expression requires what all its branches do (one branch's sets, or another's). A branch
+ * is read as a sequence: each maximal run of plain characters is one requirement, and so is a
+ * group that is neither optional nor a look-around, when every one of its alternatives requires
+ * something (one of their requirements each: the alternative's most telling one). A run ends at
+ * any escape, class, group or metacharacter, and before a character that a quantifier makes
+ * optional. Requirements whose literals are all under three characters long are dropped (found in
+ * nearly every text, they only cost the scan). An expression with no requirement left answers
+ * `undefined`: it always runs.
  */
 
 const META = new Set(["\\", "^", "$", ".", "|", "?", "*", "+", "(", ")", "[", "]", "{", "}"]);
-const QUANTIFIER = new Set(["?", "*", "+", "{"]);
+
+/** Literals one of which must occur; an expression's requirements must all hold. */
+export type Requirement = readonly string[];
 
 /** Splits at the `|` of depth 0 (outside groups and classes). */
 function topLevel(source: string): string[] {
@@ -62,50 +71,113 @@ function groupEnd(source: string, open: number): number {
   return -1;
 }
 
-/** The plain characters that start `source`, minus one a quantifier makes optional. */
-function literalPrefix(source: string): string {
-  let out = "";
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i] ?? "";
-    if (META.has(c)) break;
-    if (QUANTIFIER.has(source[i + 1] ?? "")) break;
-    out += c;
+/** The index just past the class that opens at `open`, or -1. */
+function classEnd(source: string, open: number): number {
+  for (let i = open + 1; i < source.length; i++) {
+    if (source[i] === "\\") i++;
+    else if (source[i] === "]") return i + 1;
   }
-  return out;
+  return -1;
 }
 
-function branchLiterals(branch: string): string[] | undefined {
+/** The quantifier at `at`, if any: its length, and whether it allows no repetition. */
+function quantifierAt(source: string, at: number): { length: number; optional: boolean } {
+  const c = source[at];
+  let length = 0;
+  let optional = false;
+  if (c === "?" || c === "*") {
+    length = 1;
+    optional = true;
+  } else if (c === "+") {
+    length = 1;
+  } else if (c === "{") {
+    const bounds = /^\{(\d+)(?:,\d*)?\}/.exec(source.slice(at));
+    if (!bounds) return { length: 0, optional: false };
+    length = bounds[0].length;
+    optional = Number(bounds[1]) === 0;
+  }
+  // A lazy quantifier's own `?`.
+  if (length > 0 && source[at + length] === "?") length++;
+  return { length, optional };
+}
+
+/** A requirement's worth: its shortest literal, spaces aside (longer literals are rarer). */
+function worth(requirement: Requirement): number {
+  return Math.min(...requirement.map((l) => l.trim().length));
+}
+
+/** Every requirement of a sequence (a branch without a top-level `|`), or undefined when its shape cannot be read. */
+function sequenceRequirements(sequence: string): Requirement[] | undefined {
+  const found: Requirement[] = [];
+  let run = "";
+  const endRun = (): void => {
+    if (run !== "") found.push([run]);
+    run = "";
+  };
   let i = 0;
-  for (;;) {
-    if (branch.startsWith("\\b", i)) i += 2;
-    else if (branch.startsWith("\\W*", i)) i += 3;
-    else if (branch.startsWith("^", i)) i += 1;
-    else break;
-  }
-  if (branch.startsWith("(?:", i)) {
-    const end = groupEnd(branch, i);
-    if (end < 0 || QUANTIFIER.has(branch[end] ?? "")) return undefined;
-    const literals: string[] = [];
-    for (const alternative of topLevel(branch.slice(i + 3, end - 1))) {
-      const literal = literalPrefix(alternative);
-      if (literal === "") return undefined;
-      literals.push(literal);
+  while (i < sequence.length) {
+    const c = sequence[i] ?? "";
+    if (c === "\\") {
+      endRun();
+      i += 2;
+      i += quantifierAt(sequence, i).length;
+    } else if (c === "[") {
+      endRun();
+      const end = classEnd(sequence, i);
+      if (end < 0) return undefined;
+      i = end + quantifierAt(sequence, end).length;
+    } else if (c === "(") {
+      endRun();
+      const end = groupEnd(sequence, i);
+      if (end < 0) return undefined;
+      const quantifier = quantifierAt(sequence, end);
+      const lookAround = /^\(\?<?[=!]/.test(sequence.slice(i, i + 4));
+      if (!lookAround && !quantifier.optional) {
+        const named = /^\(\?<[^>]+>/.exec(sequence.slice(i));
+        const bodyStart = sequence.startsWith("(?:", i) ? i + 3 : named ? i + named[0].length : i + 1;
+        const alternatives = topLevel(sequence.slice(bodyStart, end - 1)).map(bestRequirement);
+        if (alternatives.every((a) => a !== undefined)) found.push(alternatives.flat());
+      }
+      i = end + quantifier.length;
+    } else if (META.has(c)) {
+      endRun();
+      i++;
+      i += quantifierAt(sequence, i).length;
+    } else {
+      const quantifier = quantifierAt(sequence, i + 1);
+      if (quantifier.length === 0) {
+        run += c;
+        i++;
+        continue;
+      }
+      // "don'?t": the run ends before the optional character; "a+" needs its "a" once.
+      if (!quantifier.optional) run += c;
+      endRun();
+      i += 1 + quantifier.length;
     }
-    return literals;
   }
-  const literal = literalPrefix(branch.slice(i));
-  return literal === "" ? undefined : [literal];
+  endRun();
+  return found;
 }
 
-/** Strings one of which every match of `source` contains, or undefined when none can be told. */
-export function requiredLiterals(source: string): string[] | undefined {
-  const literals: string[] = [];
-  for (const branch of topLevel(source)) {
-    const found = branchLiterals(branch);
-    if (!found) return undefined;
-    literals.push(...found);
-  }
-  return literals;
+/** The most telling requirement of a sequence, for a group's alternative. */
+function bestRequirement(sequence: string): Requirement | undefined {
+  const found = sequenceRequirements(sequence);
+  if (!found || found.length === 0) return undefined;
+  return found.reduce((best, r) => (worth(r) > worth(best) ? r : best));
+}
+
+/**
+ * What every match of `source` requires: lists of literals, one of each list at least must occur.
+ * Undefined when nothing worth checking can be told.
+ */
+export function requiredLiterals(source: string): Requirement[] | undefined {
+  const branches = topLevel(source).map((branch) => sequenceRequirements(branch)?.filter((r) => worth(r) >= 3));
+  if (branches.some((b) => b === undefined || b.length === 0)) return undefined;
+  const all = branches as Requirement[][];
+  if (all.length === 1) return all[0];
+  // Several branches: one requirement of each, joined, is required.
+  return [all.map((requirements) => requirements.reduce((best, r) => (worth(r) > worth(best) ? r : best))).flat()];
 }
 
 const ASCII = 128;
@@ -222,12 +294,13 @@ export class LiteralSet {
 /** Expressions with their literals, scanned for once per text: `mayMatch(i)` is false when expression i cannot match. */
 export class LiteralFilter {
   readonly #set: LiteralSet;
-  readonly #ids: (readonly number[] | undefined)[];
+  /** Per expression, its requirements as lists of literal ids; undefined: it always runs. */
+  readonly #requirements: (readonly (readonly number[])[] | undefined)[];
   #found: Uint8Array = new Uint8Array(0);
 
-  constructor(literalsPerExpression: readonly (readonly string[] | undefined)[]) {
-    this.#set = new LiteralSet(literalsPerExpression.flatMap((l) => l ?? []));
-    this.#ids = literalsPerExpression.map((l) => l?.map((literal) => this.#set.idOf(literal)));
+  constructor(requirementsPerExpression: readonly (readonly Requirement[] | undefined)[]) {
+    this.#set = new LiteralSet(requirementsPerExpression.flatMap((r) => r?.flat() ?? []));
+    this.#requirements = requirementsPerExpression.map((r) => r?.map((literals) => literals.map((literal) => this.#set.idOf(literal))));
   }
 
   /** Reads a text; until the next call, {@link mayMatch} answers for it. */
@@ -236,7 +309,13 @@ export class LiteralFilter {
   }
 
   mayMatch(expression: number): boolean {
-    const ids = this.#ids[expression];
-    return !ids || ids.some((id) => this.#found[id] === 1);
+    const requirements = this.#requirements[expression];
+    if (!requirements) return true;
+    for (const ids of requirements) {
+      let met = false;
+      for (let k = 0; k < ids.length && !met; k++) met = this.#found[ids[k]!] === 1;
+      if (!met) return false;
+    }
+    return true;
   }
 }

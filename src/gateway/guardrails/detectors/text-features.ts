@@ -1,5 +1,3 @@
-import { nfkc } from "./normalize.ts";
-
 /**
  * Hashed bag-of-n-grams features shared by the injection classifier and its training script
  * (scripts/train-injection.ts), so that both see exactly the same vector for a text.
@@ -51,12 +49,7 @@ export function hashString(seed: number, text: string): number {
  */
 export const WORD = /[\p{L}\p{N}][\p{L}\p{M}\p{N}]*/gu;
 
-/** NFKC, lower case: what every feature is computed on. */
-export function foldText(text: string): string {
-  return nfkc(text).toLowerCase();
-}
-
-/** The words of a folded text (see {@link foldText}). */
+/** The words of a folded text (normalize.ts, `foldText`). */
 export function wordsOf(folded: string): string[] {
   return folded.match(WORD) ?? [];
 }
@@ -71,7 +64,6 @@ export class NgramCounter {
   readonly #mask: number;
   readonly #counts: Uint32Array;
   readonly #touched: Uint32Array;
-  #size = 0;
 
   constructor(config: FeatureConfig) {
     this.#config = config;
@@ -80,22 +72,25 @@ export class NgramCounter {
     this.#touched = new Uint32Array(config.dims);
   }
 
-  #bump(hash: number): void {
-    const bucket = hash & this.#mask;
-    if (this.#counts[bucket]++ === 0) this.#touched[this.#size++] = bucket;
-  }
-
   /**
-   * Visits each bucket of the words' n-gram vector: counts become log(1 + count), scaled to unit
-   * length, so long texts and short ones weigh alike.
+   * Counts the words' n-grams; returns how many buckets they touched (listed in #touched). The
+   * previous word's bigram hash is carried over rather than made again.
    */
-  visit(tokens: readonly string[], visit: FeatureVisitor): void {
+  #count(tokens: readonly string[]): number {
     const { charMin, charMax } = this.#config;
-    let previous: string | undefined;
+    const counts = this.#counts;
+    const touched = this.#touched;
+    const mask = this.#mask;
+    let size = 0;
+    const bump = (hash: number): void => {
+      const bucket = hash & mask;
+      if (counts[bucket]++ === 0) touched[size++] = bucket;
+    };
+    let bigram: number | undefined;
     for (const word of tokens) {
-      this.#bump(hashString(SEED_WORD, word));
-      if (previous !== undefined) this.#bump(fnvChars(fnvStep(hashString(SEED_BIGRAM, previous), SPACE), word));
-      previous = word;
+      bump(hashString(SEED_WORD, word));
+      if (bigram !== undefined) bump(fnvChars(bigram, word));
+      bigram = fnvStep(hashString(SEED_BIGRAM, word), SPACE);
       // Character n-grams of " word ", the padding read in place.
       const padded = word.length + 2;
       for (let i = 0; i + charMin <= padded; i++) {
@@ -103,23 +98,60 @@ export class NgramCounter {
         for (let n = 1; n <= charMax && i + n <= padded; n++) {
           const at = i + n - 1;
           h = fnvStep(h, at === 0 || at === padded - 1 ? SPACE : word.charCodeAt(at - 1));
-          if (n >= charMin) this.#bump(Math.imul(h ^ n, FNV_PRIME) >>> 0);
+          if (n >= charMin) bump(Math.imul(h ^ n, FNV_PRIME) >>> 0);
         }
       }
     }
+    return size;
+  }
+
+  /** 1 / the length of the vector of log(1 + count) over the first `size` touched buckets. */
+  #scale(size: number): number {
     let norm = 0;
-    for (let i = 0; i < this.#size; i++) {
-      const v = Math.log1p(this.#counts[this.#touched[i] ?? 0] ?? 0);
+    for (let i = 0; i < size; i++) {
+      const v = log1pCount(this.#counts[this.#touched[i]!]!);
       norm += v * v;
     }
-    const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
-    for (let i = 0; i < this.#size; i++) {
-      const bucket = this.#touched[i] ?? 0;
-      visit(bucket, Math.log1p(this.#counts[bucket] ?? 0) * scale);
+    return norm > 0 ? 1 / Math.sqrt(norm) : 0;
+  }
+
+  /**
+   * Visits each bucket of the words' n-gram vector: counts become log(1 + count), scaled to unit
+   * length, so long texts and short ones weigh alike.
+   */
+  visit(tokens: readonly string[], visit: FeatureVisitor): void {
+    const size = this.#count(tokens);
+    const scale = this.#scale(size);
+    for (let i = 0; i < size; i++) {
+      const bucket = this.#touched[i]!;
+      visit(bucket, log1pCount(this.#counts[bucket]!) * scale);
       this.#counts[bucket] = 0;
     }
-    this.#size = 0;
   }
+
+  /**
+   * `z` plus the dot product of `weights` with the words' n-gram vector, added bucket by bucket in
+   * the order {@link visit} visits them (so the sum is the same to the last bit): the detector's
+   * path, without a call per bucket.
+   */
+  dot(tokens: readonly string[], weights: Float32Array, z: number): number {
+    const size = this.#count(tokens);
+    const scale = this.#scale(size);
+    let sum = z;
+    for (let i = 0; i < size; i++) {
+      const bucket = this.#touched[i]!;
+      sum += weights[bucket]! * (log1pCount(this.#counts[bucket]!) * scale);
+      this.#counts[bucket] = 0;
+    }
+    return sum;
+  }
+}
+
+/** log(1 + k) of the small counts that nearly every n-gram has, made once. */
+const LOG1P = Float64Array.from({ length: 64 }, (_, k) => Math.log1p(k));
+
+function log1pCount(count: number): number {
+  return count < LOG1P.length ? LOG1P[count]! : Math.log1p(count);
 }
 
 export function sigmoid(z: number): number {
