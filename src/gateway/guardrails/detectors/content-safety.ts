@@ -182,12 +182,14 @@ export function createContentDetector(
     for (let i = 0; i < idioms.length; i++) if (idiomFilter.mayMatch(i)) norm = norm.replace(idioms[i]!, (m) => " ".repeat(m.length));
     const words = tokens(norm);
     const sums: Record<ContentCategory, number> = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
-    const seen = new Set<number>();
+    // Terms already credited, made when the first is (most texts have none).
+    let seen: Set<number> | undefined;
     const credit = (term: Term, start: number): void => {
       let w = term.weight;
       for (let k = Math.max(0, start - 3); k < start; k++) {
         if (negators.has(words[k] ?? "")) w /= 4;
       }
+      seen ??= new Set();
       if (seen.has(term.id)) w /= 5;
       seen.add(term.id);
       sums[term.category] += w;
@@ -195,8 +197,9 @@ export function createContentDetector(
     for (let i = 0; i < words.length; i++) {
       let node: TrieNode | undefined = root;
       for (let j = i; j < words.length && node; j++) {
-        const word = words[j] ?? "";
-        for (const p of node.prefixes.get(word.charAt(0)) ?? []) if (word.startsWith(p.prefix)) credit(p.term, i);
+        const word = words[j]!;
+        const prefixes = node.prefixes.get(word.charAt(0));
+        if (prefixes) for (const p of prefixes) if (word.startsWith(p.prefix)) credit(p.term, i);
         node = node.next.get(word);
         if (node?.term) credit(node.term, i);
       }

@@ -158,11 +158,23 @@ export interface Cue {
   english: boolean;
 }
 
+/** A node of the stems' character trie: its children by UTF-16 unit, and the cue of the stem ending here. */
+interface StemNode {
+  next: Map<number, StemNode>;
+  cue?: Cue;
+}
+
 export interface CueIndex {
   /** Whole words and phrases (words joined by one space). */
   exact: Map<string, Cue>;
   /** Word stems, and phrases whose last word is a stem. */
   stems: Map<string, Cue>;
+  /**
+   * The stems again, as a character trie: the longest stem of a word is found in one walk along
+   * the word, which for most words ends at its first or second letter (a lookup per prefix length
+   * cost a string and a hash for each).
+   */
+  stemTrie: StemNode;
   /** First words of phrases: only there is a phrase looked for. */
   phraseStarts: Set<string>;
   /** Longest phrase, in words. */
@@ -179,7 +191,15 @@ const MAX_STEM = 24;
 
 /** Builds the lookup tables from the lexicon. */
 export function buildCueIndex(): CueIndex {
-  const index: CueIndex = { exact: new Map(), stems: new Map(), phraseStarts: new Set(), maxWords: 1, unspaced: new Map(), maxUnspaced: 1 };
+  const index: CueIndex = {
+    exact: new Map(),
+    stems: new Map(),
+    stemTrie: { next: new Map() },
+    phraseStarts: new Set(),
+    maxWords: 1,
+    unspaced: new Map(),
+    maxUnspaced: 1,
+  };
   for (const concept of CONCEPTS) {
     for (const [language, line] of LEXICON[concept].entries()) {
       const cue: Cue = { concept, english: language === 0 };
@@ -212,6 +232,19 @@ export function buildCueIndex(): CueIndex {
   for (const table of [index.exact, index.stems]) {
     for (const [key, cue] of table) if (!cue.english && englishStem(key)) table.set(key, { ...cue, english: true });
   }
+  for (const [key, cue] of index.stems) {
+    let node = index.stemTrie;
+    for (let i = 0; i < key.length; i++) {
+      const c = key.charCodeAt(i);
+      let child = node.next.get(c);
+      if (!child) {
+        child = { next: new Map() };
+        node.next.set(c, child);
+      }
+      node = child;
+    }
+    node.cue = cue;
+  }
   return index;
 }
 
@@ -222,13 +255,28 @@ export interface CueHit extends Cue {
 }
 
 
-/** The concept of the longest stem that starts `word` (after `prefix`, the phrase's earlier words). */
+/**
+ * The concept of the longest stem that starts `word` (after `prefix`, the phrase's earlier words),
+ * of MIN_STEM to MAX_STEM units of the word.
+ */
 function stemOf(index: CueIndex, prefix: string, word: string): Cue | undefined {
-  for (let k = Math.min(word.length, MAX_STEM); k >= MIN_STEM; k--) {
-    const cue = index.stems.get(prefix + word.slice(0, k));
-    if (cue) return cue;
+  let node: StemNode | undefined = index.stemTrie;
+  for (let i = 0; i < prefix.length && node; i++) node = node.next.get(prefix.charCodeAt(i));
+  let found: Cue | undefined;
+  const longest = Math.min(word.length, MAX_STEM);
+  for (let k = 1; k <= longest && node; k++) {
+    node = node.next.get(word.charCodeAt(k - 1));
+    if (node?.cue && k >= MIN_STEM) found = node.cue;
   }
-  return undefined;
+  return found;
+}
+
+/** The first code point of the scripts without spaces is Thai's, U+0E00: a word below it has none (a test per word cost more than the rest of the cue search). */
+const FIRST_UNSPACED = 0x0e00;
+
+function hasUnspaced(word: string): boolean {
+  for (let i = 0; i < word.length; i++) if (word.charCodeAt(i) >= FIRST_UNSPACED) return UNSPACED.test(word);
+  return false;
 }
 
 /**
@@ -242,7 +290,7 @@ export function findCues(words: readonly string[], index: CueIndex): CueHit[] {
   let i = 0;
   while (i < words.length) {
     const word = words[i] ?? "";
-    if (UNSPACED.test(word)) {
+    if (hasUnspaced(word)) {
       scanUnspaced(word, i, index, hits);
       i++;
       continue;

@@ -53,6 +53,8 @@ export class InjectionFeaturizer {
   /** `bias` plus the dot product of `weights` with the text's features: what {@link visit} would add up, in its order. */
   margin({ tokens, families }: FeatureInput, weights: Float32Array, bias: number): number {
     let z = this.#ngrams.dot(tokens, weights, bias);
+    // Most texts match no family: skip the look-up of each.
+    if (Object.keys(families).length === 0) return z;
     for (const family of RULE_FAMILIES) {
       const weight = families[family];
       if (!weight) continue;

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
-import { buildCueIndex, findCues, type CueHit, type CueIndex } from "./injection-cues.ts";
+import { buildCueIndex, findCues, type Concept, type CueHit, type CueIndex } from "./injection-cues.ts";
 import { InjectionFeaturizer, STRONG_RULE } from "./injection-features.ts";
 import {
   INJECTION_RULES,
@@ -165,27 +165,41 @@ function isMention(match: RuleMatch, quotes: [number, number][], framed: boolean
   return quotes.length === 0 || quotes.some(([a, b]) => start >= a && end <= b);
 }
 
-/** One literal filter per rule list (rule-literals.ts), built on first use. */
-const filters = new WeakMap<readonly InjectionRule[], LiteralFilter>();
-
-function filterFor(rules: readonly InjectionRule[]): LiteralFilter {
-  let filter = filters.get(rules);
-  if (!filter) {
-    filter = new LiteralFilter(rules.map((r) => r.literals));
-    filters.set(rules, filter);
-  }
-  return filter;
+/** What ruleFamilies keeps per rule list, built on first use. */
+interface RuleIndex {
+  /** The rules' literals (rule-literals.ts). */
+  filter: LiteralFilter;
+  /** Each rule's family, as its position in RULE_FAMILIES. */
+  families: Uint8Array;
 }
 
-/** Per-family weights of the rules that match any variant of the text. */
+const ruleIndexes = new WeakMap<readonly InjectionRule[], RuleIndex>();
+
+function indexOf(rules: readonly InjectionRule[]): RuleIndex {
+  let index = ruleIndexes.get(rules);
+  if (!index) {
+    index = { filter: new LiteralFilter(rules.map((r) => r.literals)), families: Uint8Array.from(rules, (r) => RULE_FAMILIES.indexOf(r.family)) };
+    ruleIndexes.set(rules, index);
+  }
+  return index;
+}
+
+/**
+ * The strongest weight per family while the rules run, by family position: a typed array, because
+ * an object keyed by the family's name was a slow keyed look-up for each of the 71 rules of every
+ * variant of every text. Not re-entrant, as the detector is not.
+ */
+const strongest = new Float64Array(RULE_FAMILIES.length);
+
+/** Per-family weights of the rules that match any variant of the text, in the order of RULE_FAMILIES. */
 export function ruleFamilies(
   raw: string,
   rules: readonly InjectionRule[] = INJECTION_RULES,
   folded: string = foldText(raw),
 ): Partial<Record<RuleFamily, number>> {
-  const families: Partial<Record<RuleFamily, number>> = {};
-  if (shouted(raw)) families.output_forcing = 0.5;
-  const filter = filterFor(rules);
+  strongest.fill(0);
+  if (shouted(raw)) strongest[RULE_FAMILIES.indexOf("output_forcing")] = 0.5;
+  const { filter, families: familyOf } = indexOf(rules);
   // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
   // A family's weight is the most any of its rules gives on any variant, whatever the order.
   for (const text of ruleVariants(raw, folded)) {
@@ -195,7 +209,8 @@ export function ruleFamilies(
     // Indexed, not entries(): this loop runs for every rule and variant of every text checked.
     for (let index = 0; index < rules.length; index++) {
       const r = rules[index]!;
-      if ((families[r.family] ?? 0) >= r.weight || !filter.mayMatch(index)) continue;
+      const family = familyOf[index]!;
+      if (strongest[family]! >= r.weight || !filter.mayMatch(index)) continue;
       const m = r.pattern.exec(text);
       if (!m) continue;
       let mention = false;
@@ -205,9 +220,11 @@ export function ruleFamilies(
         mention = isMention(m, quotes, framed);
       }
       const weight = mention ? r.weight * MENTION_FACTOR : r.weight;
-      if (weight > (families[r.family] ?? 0)) families[r.family] = weight;
+      if (weight > strongest[family]!) strongest[family] = weight;
     }
   }
+  const families: Partial<Record<RuleFamily, number>> = {};
+  for (let f = 0; f < RULE_FAMILIES.length; f++) if (strongest[f]! > 0) families[RULE_FAMILIES[f]!] = strongest[f]!;
   return families;
 }
 
@@ -239,22 +256,23 @@ const CUE_PAIR_FANOUT = 3;
  * has the patterns above, which know a mention from an attack.
  */
 function addCueFamilies(hits: readonly CueHit[], families: Partial<Record<RuleFamily, number>>): void {
-  const raise = (family: RuleFamily): void => {
-    if ((families[family] ?? 0) < CUE_RULE_WEIGHT) families[family] = CUE_RULE_WEIGHT;
-  };
   for (let a = 0; a < hits.length; a++) {
-    const first = hits[a];
-    if (!first) continue;
+    const first = hits[a]!;
     for (let b = a + 1; b < hits.length && b <= a + CUE_PAIR_FANOUT; b++) {
-      const second = hits[b];
-      if (!second || second.word - first.word > CUE_PAIR_WORDS) break;
+      const second = hits[b]!;
+      if (second.word - first.word > CUE_PAIR_WORDS) break;
       if (first.english && second.english) continue;
-      const has = (x: string, y: readonly string[]): boolean =>
-        (first.concept === x && y.includes(second.concept)) || (second.concept === x && y.includes(first.concept));
-      if (has("IGNORE", ["INSTRUCTION", "PRIOR"])) raise("instruction_override");
-      if (has("REVEAL", ["PASSWORD", "SECRET"])) raise("secret_request");
+      const family = pairFamily(first.concept, second.concept) ?? pairFamily(second.concept, first.concept);
+      if (family && (families[family] ?? 0) < CUE_RULE_WEIGHT) families[family] = CUE_RULE_WEIGHT;
     }
   }
+}
+
+/** The family of two cues next to each other, the first IGNORE or REVEAL: see {@link addCueFamilies}. */
+function pairFamily(first: Concept, second: Concept): RuleFamily | undefined {
+  if (first === "IGNORE" && (second === "INSTRUCTION" || second === "PRIOR")) return "instruction_override";
+  if (first === "REVEAL" && (second === "PASSWORD" || second === "SECRET")) return "secret_request";
+  return undefined;
 }
 
 let cueIndex: CueIndex | undefined;

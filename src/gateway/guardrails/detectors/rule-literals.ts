@@ -192,15 +192,20 @@ export class LiteralSet {
   readonly #ascii: Int32Array;
   readonly #other: Map<number, number>[] = [];
   readonly #fail: number[] = [];
-  /** Per state, the literals that end there or at a state of its failure chain. */
-  readonly #outputs: number[][] = [];
+  /**
+   * Per state, the literals that end there or at a state of its failure chain: the ids of state s
+   * are #outputIds[#outputStart[s] .. #outputStart[s + 1]) (flat typed arrays: the scan reads
+   * them at every character).
+   */
+  readonly #outputStart: Int32Array;
+  readonly #outputIds: Int32Array;
   readonly #found: Uint8Array;
   readonly #ids = new Map<string, number>();
 
   constructor(literals: Iterable<string>) {
     // The trie: ASCII edges in a growing list first, then flattened into the table.
     const edges: Map<number, number>[] = [new Map()];
-    this.#outputs.push([]);
+    const outputs: number[][] = [[]];
     for (const literal of literals) {
       if (this.#ids.has(literal)) continue;
       const id = this.#ids.size;
@@ -212,12 +217,12 @@ export class LiteralSet {
         if (next === undefined) {
           next = edges.length;
           edges.push(new Map());
-          this.#outputs.push([]);
+          outputs.push([]);
           edges[state]?.set(c, next);
         }
         state = next;
       }
-      this.#outputs[state]?.push(id);
+      outputs[state]?.push(id);
     }
     const states = edges.length;
     this.#found = new Uint8Array(this.#ids.size);
@@ -240,7 +245,7 @@ export class LiteralSet {
     for (let head = 0; head < queue.length; head++) {
       const state = queue[head] ?? 0;
       const fail = this.#fail[state] ?? 0;
-      this.#outputs[state]?.push(...(this.#outputs[fail] ?? []));
+      outputs[state]?.push(...(outputs[fail] ?? []));
       for (let c = 0; c < ASCII; c++) {
         const child = edges[state]?.get(c);
         if (child === undefined) {
@@ -258,6 +263,9 @@ export class LiteralSet {
         queue.push(child);
       }
     }
+    this.#outputStart = new Int32Array(states + 1);
+    for (let s = 0; s < states; s++) this.#outputStart[s + 1] = this.#outputStart[s]! + (outputs[s]?.length ?? 0);
+    this.#outputIds = Int32Array.from(outputs.flat());
   }
 
   #step(state: number, c: number): number {
@@ -280,14 +288,18 @@ export class LiteralSet {
 
   /** Marks the literals that occur in `text`; read the answer with the returned table, by id. */
   scan(text: string): Uint8Array {
-    this.#found.fill(0);
+    const found = this.#found;
+    const ascii = this.#ascii;
+    const start = this.#outputStart;
+    const ids = this.#outputIds;
+    found.fill(0);
     let state = 0;
     for (let i = 0; i < text.length; i++) {
-      state = this.#step(state, text.charCodeAt(i));
-      const outputs = this.#outputs[state];
-      if (outputs) for (const id of outputs) this.#found[id] = 1;
+      const c = text.charCodeAt(i);
+      state = c < ASCII ? ascii[state * ASCII + c]! : this.#step(state, c);
+      for (let k = start[state]!, end = start[state + 1]!; k < end; k++) found[ids[k]!] = 1;
     }
-    return this.#found;
+    return found;
   }
 }
 

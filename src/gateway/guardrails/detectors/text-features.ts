@@ -82,14 +82,10 @@ export class NgramCounter {
     const touched = this.#touched;
     const mask = this.#mask;
     let size = 0;
-    const bump = (hash: number): void => {
-      const bucket = hash & mask;
-      if (counts[bucket]++ === 0) touched[size++] = bucket;
-    };
     let bigram: number | undefined;
     for (const word of tokens) {
-      bump(hashString(SEED_WORD, word));
-      if (bigram !== undefined) bump(fnvChars(bigram, word));
+      size = bump(counts, touched, size, hashString(SEED_WORD, word) & mask);
+      if (bigram !== undefined) size = bump(counts, touched, size, fnvChars(bigram, word) & mask);
       bigram = fnvStep(hashString(SEED_BIGRAM, word), SPACE);
       // Character n-grams of " word ", the padding read in place.
       const padded = word.length + 2;
@@ -98,7 +94,7 @@ export class NgramCounter {
         for (let n = 1; n <= charMax && i + n <= padded; n++) {
           const at = i + n - 1;
           h = fnvStep(h, at === 0 || at === padded - 1 ? SPACE : word.charCodeAt(at - 1));
-          if (n >= charMin) bump(Math.imul(h ^ n, FNV_PRIME) >>> 0);
+          if (n >= charMin) size = bump(counts, touched, size, Math.imul(h ^ n, FNV_PRIME) & mask);
         }
       }
     }
@@ -145,6 +141,12 @@ export class NgramCounter {
     }
     return sum;
   }
+}
+
+/** Counts a bucket; a bucket seen for the first time joins `touched`. Returns the new number touched. */
+function bump(counts: Uint32Array, touched: Uint32Array, size: number, bucket: number): number {
+  if (counts[bucket]++ === 0) touched[size++] = bucket;
+  return size;
 }
 
 /** log(1 + k) of the small counts that nearly every n-gram has, made once. */
