@@ -171,15 +171,18 @@ export function createContentDetector(
     (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, source, pattern: new RegExp(source, "u") })),
   );
   const idioms = file.idioms.map((source) => new RegExp(source, "gu"));
-  const idiomFilter = new LiteralFilter(file.idioms.map(requiredLiterals));
-  const patternFilter = new LiteralFilter(patterns.map((p) => requiredLiterals(p.source)));
+  // Idioms first, then patterns: one scan finds the literals of both.
+  const filter = new LiteralFilter([...file.idioms.map(requiredLiterals), ...patterns.map((p) => requiredLiterals(p.source))]);
   const negators = new Set(file.negators);
 
   const score = (text: string): Record<ContentCategory, number> => {
     let norm = normalizeForContent(text);
-    // Blanking turns an idiom into a run of spaces, which makes no other literal: one scan serves all.
-    idiomFilter.read(norm);
-    for (let i = 0; i < idioms.length; i++) if (idiomFilter.mayMatch(i)) norm = norm.replace(idioms[i]!, (m) => " ".repeat(m.length));
+    // Blanking turns an idiom into a run of spaces, which makes no idiom literal; the patterns read
+    // the blanked text, scanned again only when something was blanked (rarely).
+    filter.read(norm);
+    const read = norm;
+    for (let i = 0; i < idioms.length; i++) if (filter.mayMatch(i)) norm = norm.replace(idioms[i]!, (m) => " ".repeat(m.length));
+    if (norm !== read) filter.read(norm);
     const words = tokens(norm);
     const sums: Record<ContentCategory, number> = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     // Terms already credited, made when the first is (most texts have none).
@@ -204,10 +207,9 @@ export function createContentDetector(
         if (node?.term) credit(node.term, i);
       }
     }
-    patternFilter.read(norm);
     for (let i = 0; i < patterns.length; i++) {
       const p = patterns[i]!;
-      if (patternFilter.mayMatch(i) && p.pattern.test(norm)) sums[p.category] += p.weight;
+      if (filter.mayMatch(idioms.length + i) && p.pattern.test(norm)) sums[p.category] += p.weight;
     }
     const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     // A safe context (a game, a film) weighs negatively; a score is never below 0.
