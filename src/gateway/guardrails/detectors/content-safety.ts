@@ -165,8 +165,8 @@ export function createContentDetector(
       }
     }
   }
-  // Each expression with the literals one of which it cannot match without (rule-literals.ts):
-  // most texts contain none of an expression's literals, and a lookup is cheaper than a scan.
+  // Each expression with the literals it cannot match without (rule-literals.ts): most texts lack
+  // some of an expression's literals, and a lookup is cheaper than running it.
   const patterns = CONTENT_CATEGORIES.flatMap((category) =>
     (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, source, pattern: new RegExp(source, "u") })),
   );

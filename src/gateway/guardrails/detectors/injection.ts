@@ -190,6 +190,7 @@ function indexOf(rules: readonly InjectionRule[]): RuleIndex {
  * variant of every text. Not re-entrant, as the detector is not.
  */
 const strongest = new Float64Array(RULE_FAMILIES.length);
+const OUTPUT_FORCING = RULE_FAMILIES.indexOf("output_forcing");
 
 /** Per-family weights of the rules that match any variant of the text, in the order of RULE_FAMILIES. */
 export function ruleFamilies(
@@ -198,7 +199,7 @@ export function ruleFamilies(
   folded: string = foldText(raw),
 ): Partial<Record<RuleFamily, number>> {
   strongest.fill(0);
-  if (shouted(raw)) strongest[RULE_FAMILIES.indexOf("output_forcing")] = 0.5;
+  if (shouted(raw)) strongest[OUTPUT_FORCING] = 0.5;
   const { filter, families: familyOf } = indexOf(rules);
   // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
   // A family's weight is the most any of its rules gives on any variant, whatever the order.

@@ -6,15 +6,15 @@
  * expression, and most rules lack one of their literals in most texts, so the detectors skip them
  * (injection.ts, content-safety.ts).
  *
- * Conservative by construction. An expression's top-level branches each give what they require,
- * and the expression requires what all its branches do (one branch's sets, or another's). A branch
- * is read as a sequence: each maximal run of plain characters is one requirement, and so is a
- * group that is neither optional nor a look-around, when every one of its alternatives requires
- * something (one of their requirements each: the alternative's most telling one). A run ends at
- * any escape, class, group or metacharacter, and before a character that a quantifier makes
- * optional. Requirements whose literals are all under three characters long are dropped (found in
- * nearly every text, they only cost the scan). An expression with no requirement left answers
- * `undefined`: it always runs.
+ * Conservative by construction. A branch (an expression without a top-level `|`) is read as a
+ * sequence: each maximal run of plain characters is one requirement, and so is a group that is
+ * neither optional nor a look-around when every one of its alternatives requires something (the
+ * group requires one literal of each alternative's most telling requirement). A run ends at any
+ * escape, class, group or metacharacter, and before a character that a quantifier makes optional.
+ * A requirement whose shortest literal, spaces aside, is under three characters is dropped (found
+ * in nearly every text, it only costs the scan). A branch's requirements must all hold; an
+ * expression of several branches requires one literal of each branch's most telling requirement.
+ * An expression with a branch that requires nothing answers `undefined`: it always runs.
  */
 
 const META = new Set(["\\", "^", "$", ".", "|", "?", "*", "+", "(", ")", "[", "]", "{", "}"]);
