@@ -107,9 +107,15 @@ function unleet(text: string): string | undefined {
  * "I g n o r e   y o u r" → "ignore your": runs of single letters joined, wide gaps kept. Works
  * on the raw text, before normalization collapses the gaps.
  */
+const SPACED_LETTERS = /(?:^|\s)(?:\S ){5,}\S(?:\s|$)/;
+
 function unspace(raw: string): string | undefined {
-  if (!/(?:^|\s)(?:\S ){5,}\S(?:\s|$)/.test(raw)) return undefined;
-  const joined = raw
+  // Lower case never makes a run of single letters that the text did not have (a letter lowers to
+  // one or more letters, a space stays a space): the text is lowered only when it has one.
+  if (!SPACED_LETTERS.test(raw)) return undefined;
+  const lower = raw.toLowerCase();
+  if (!SPACED_LETTERS.test(lower)) return undefined;
+  const joined = lower
     .split(/ {2,}|\t|\n/)
     .map((chunk) => (/^(?:\S )+\S$/.test(chunk.trim()) ? chunk.trim().replace(/ /g, "") : chunk))
     .join(" ");
@@ -151,7 +157,7 @@ function unreverse(text: string): string | undefined {
 export function ruleVariants(text: string, folded: string = foldText(text)): string[] {
   const base = normalizeSpacing(folded);
   const variants = [base];
-  for (const v of [unleet(base), unspace(text.toLowerCase()), unbase64(text), unreverse(base)]) {
+  for (const v of [unleet(base), unspace(text), unbase64(text), unreverse(base)]) {
     if (v !== undefined && v !== base) variants.push(v);
   }
   return variants;
