@@ -15,7 +15,7 @@ import { DetectorLoader, bundledSources, type DetectorState } from "../src/gatew
 import { bitcoinBase58Valid, bitcoinBech32Valid, ethereumChecksumValid } from "../src/gateway/guardrails/detectors/pii-crypto.ts";
 import { creditCardValid, ibanValid, luhnValid, ssnValid } from "../src/gateway/guardrails/detectors/pii-validators.ts";
 import { detectPii, loadPii } from "../src/gateway/guardrails/detectors/pii.ts";
-import { LiteralSet, requiredLiterals } from "../src/gateway/guardrails/detectors/rule-literals.ts";
+import { LiteralFilter, LiteralSet, requiredLiterals } from "../src/gateway/guardrails/detectors/rule-literals.ts";
 import { ClassifierError, createHttpClassifier } from "../src/gateway/guardrails/plugins/http-classifier.ts";
 import { loadOnnxClassifier, type OrtTensor } from "../src/gateway/guardrails/plugins/onnx-classifier.ts";
 import { parseWordPieceTokenizer } from "../src/gateway/guardrails/plugins/wordpiece-tokenizer.ts";
@@ -366,6 +366,31 @@ describe("rule literals", () => {
       }
     }
     expect(checked).toBeGreaterThan(2000);
+  });
+
+  it("lets an expression run exactly when every one of its requirements has a literal in the text", () => {
+    let state = 5;
+    const next = (n: number): number => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return (state >>> 8) % n;
+    };
+    const words = ["ab", "ba", "abc", "ca", "bb", "c a", "ä"];
+    const expressions = Array.from({ length: 40 }, (_, e) =>
+      e % 7 === 0 ? undefined : Array.from({ length: 1 + next(3) }, () => Array.from({ length: 1 + next(3) }, () => words[next(words.length)]!)),
+    );
+    const filter = new LiteralFilter(expressions);
+    let runs = 0;
+    for (let t = 0; t < 2000; t++) {
+      let text = "";
+      for (let k = next(12); k > 0; k--) text += ["a", "b", "c", " ", "ä"][next(5)];
+      filter.read(text);
+      expressions.forEach((requirements, e) => {
+        const expected = !requirements || requirements.every((literals) => literals.some((l) => text.includes(l)));
+        if (expected) runs++;
+        expect(filter.mayMatch(e), `${JSON.stringify(requirements)} on ${JSON.stringify(text)}`).toBe(expected);
+      });
+    }
+    expect(runs).toBeGreaterThan(20_000);
   });
 
   it("finds in one pass exactly the literals that includes() finds", () => {

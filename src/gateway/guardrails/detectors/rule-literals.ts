@@ -200,6 +200,8 @@ export class LiteralSet {
   readonly #outputStart: Int32Array;
   readonly #outputIds: Int32Array;
   readonly #found: Uint8Array;
+  readonly #foundList: Int32Array;
+  #foundCount = 0;
   readonly #ids = new Map<string, number>();
 
   constructor(literals: Iterable<string>) {
@@ -226,6 +228,7 @@ export class LiteralSet {
     }
     const states = edges.length;
     this.#found = new Uint8Array(this.#ids.size);
+    this.#foundList = new Int32Array(this.#ids.size);
     this.#fail = new Array<number>(states).fill(0);
     this.#ascii = new Int32Array(states * ASCII);
     for (let s = 0; s < states; s++) this.#other.push(new Map());
@@ -279,6 +282,16 @@ export class LiteralSet {
     }
   }
 
+  /** How many distinct literals the set holds (ids are 0 … size − 1). */
+  get size(): number {
+    return this.#ids.size;
+  }
+
+  /** The ids of the literals the last scan found, in the order it found them. */
+  foundIds(): Int32Array {
+    return this.#foundList.subarray(0, this.#foundCount);
+  }
+
   /** The id of a literal given to the constructor. */
   idOf(literal: string): number {
     const id = this.#ids.get(literal);
@@ -292,42 +305,73 @@ export class LiteralSet {
     const ascii = this.#ascii;
     const start = this.#outputStart;
     const ids = this.#outputIds;
+    const list = this.#foundList;
     found.fill(0);
+    let count = 0;
     let state = 0;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
       state = c < ASCII ? ascii[state * ASCII + c]! : this.#step(state, c);
-      for (let k = start[state]!, end = start[state + 1]!; k < end; k++) found[ids[k]!] = 1;
+      for (let k = start[state]!, end = start[state + 1]!; k < end; k++) {
+        const id = ids[k]!;
+        if (found[id] === 0) {
+          found[id] = 1;
+          list[count++] = id;
+        }
+      }
     }
+    this.#foundCount = count;
     return found;
   }
 }
 
-/** Expressions with their literals, scanned for once per text: `mayMatch(i)` is false when expression i cannot match. */
+/**
+ * Expressions with their literals, scanned for once per text: `mayMatch(i)` is false when
+ * expression i cannot match. Each found literal marks the requirements it meets, so a text costs
+ * the literals it has, not a look at every expression's lists.
+ */
 export class LiteralFilter {
   readonly #set: LiteralSet;
-  /** Per expression, its requirements as lists of literal ids; undefined: it always runs. */
-  readonly #requirements: (readonly (readonly number[])[] | undefined)[];
-  #found: Uint8Array = new Uint8Array(0);
+  /** Per literal id, the expressions and requirement bits it meets: [#userStart[id], #userStart[id + 1]). */
+  readonly #userStart: Int32Array;
+  readonly #userExpression: Int32Array;
+  readonly #userBit: Int32Array;
+  /** Per expression, the bits of all its requirements; 0: it always runs. */
+  readonly #full: Int32Array;
+  /** Per expression, the bits of the requirements the last text met. */
+  readonly #met: Int32Array;
 
   constructor(requirementsPerExpression: readonly (readonly Requirement[] | undefined)[]) {
     this.#set = new LiteralSet(requirementsPerExpression.flatMap((r) => r?.flat() ?? []));
-    this.#requirements = requirementsPerExpression.map((r) => r?.map((literals) => literals.map((literal) => this.#set.idOf(literal))));
+    const users: { expression: number; bit: number }[][] = [];
+    this.#full = new Int32Array(requirementsPerExpression.length);
+    this.#met = new Int32Array(requirementsPerExpression.length);
+    requirementsPerExpression.forEach((requirements = [], expression) => {
+      if (requirements.length > 31) throw new Error("an expression with more than 31 requirements");
+      requirements.forEach((literals, j) => {
+        this.#full[expression]! |= 1 << j;
+        for (const literal of literals) (users[this.#set.idOf(literal)] ??= []).push({ expression, bit: 1 << j });
+      });
+    });
+    const literals = this.#set.size;
+    this.#userStart = new Int32Array(literals + 1);
+    for (let id = 0; id < literals; id++) this.#userStart[id + 1] = this.#userStart[id]! + (users[id]?.length ?? 0);
+    const all = users.flatMap((u) => u ?? []);
+    this.#userExpression = Int32Array.from(all, (u) => u.expression);
+    this.#userBit = Int32Array.from(all, (u) => u.bit);
   }
 
   /** Reads a text; until the next call, {@link mayMatch} answers for it. */
   read(text: string): void {
-    this.#found = this.#set.scan(text);
+    this.#set.scan(text);
+    const met = this.#met;
+    met.fill(0);
+    for (const id of this.#set.foundIds()) {
+      for (let k = this.#userStart[id]!, end = this.#userStart[id + 1]!; k < end; k++) met[this.#userExpression[k]!]! |= this.#userBit[k]!;
+    }
   }
 
   mayMatch(expression: number): boolean {
-    const requirements = this.#requirements[expression];
-    if (!requirements) return true;
-    for (const ids of requirements) {
-      let met = false;
-      for (let k = 0; k < ids.length && !met; k++) met = this.#found[ids[k]!] === 1;
-      if (!met) return false;
-    }
-    return true;
+    return this.#met[expression] === this.#full[expression];
   }
 }
