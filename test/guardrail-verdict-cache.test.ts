@@ -135,34 +135,44 @@ describe("VerdictCache", () => {
 
   it("keeps what was used lately, drops what was not, and holds no more than its bound", () => {
     const cache = new VerdictCache(4);
-    cache.set("a", null);
-    cache.set("b", block);
-    cache.set("c", null);
+    cache.set("scope", "a", null);
+    cache.set("scope", "b", block);
+    cache.set("scope", "c", null);
     // a is used again; b is not, and goes when the generation that holds it is dropped.
-    expect(cache.get("a")).toBeNull();
-    cache.set("d", null);
-    expect(cache.get("b")).toBeUndefined();
-    expect(cache.get("a")).toBeNull();
-    expect(cache.get("d")).toBeNull();
+    expect(cache.get("scope", "a")).toBeNull();
+    cache.set("scope", "d", null);
+    expect(cache.get("scope", "b")).toBeUndefined();
+    expect(cache.get("scope", "a")).toBeNull();
+    expect(cache.get("scope", "d")).toBeNull();
     expect({ hits: cache.hits, misses: cache.misses }).toEqual({ hits: 3, misses: 1 });
     for (let i = 0; i < 1000; i++) {
-      cache.set(`k${i}`, null);
+      cache.set("scope", `k${i}`, null);
       expect(cache.size).toBeLessThanOrEqual(4);
     }
-    expect(cache.get("a")).toBeUndefined();
-    expect(cache.get("k999")).toBeNull();
+    expect(cache.get("scope", "a")).toBeUndefined();
+    expect(cache.get("scope", "k999")).toBeNull();
+  });
+
+  it("keeps one text's verdicts apart by scope, and counts each as an entry", () => {
+    const cache = new VerdictCache(10);
+    cache.set("workspace-a\u0000pii:", "digest", block);
+    cache.set("workspace-b\u0000pii:", "digest", null);
+    expect(cache.get("workspace-a\u0000pii:", "digest")).toEqual(block);
+    expect(cache.get("workspace-b\u0000pii:", "digest")).toBeNull();
+    expect(cache.get("workspace-c\u0000pii:", "digest")).toBeUndefined();
+    expect(cache.size).toBe(2);
   });
 
   it("a block is kept as a block, and a cache of 0 or 1 holds what its bound allows", () => {
     const one = new VerdictCache(1);
-    one.set("x", block);
-    expect(one.get("x")).toEqual(block);
-    one.set("y", null);
+    one.set("scope", "x", block);
+    expect(one.get("scope", "x")).toEqual(block);
+    one.set("scope", "y", null);
     expect(one.size).toBe(1);
-    expect(one.get("x")).toBeUndefined();
+    expect(one.get("scope", "x")).toBeUndefined();
     const none = new VerdictCache(0);
-    none.set("x", block);
-    expect(none.get("x")).toBeUndefined();
+    none.set("scope", "x", block);
+    expect(none.get("scope", "x")).toBeUndefined();
     expect(none.size).toBe(0);
   });
 });

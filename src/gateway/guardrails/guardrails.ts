@@ -11,7 +11,7 @@ import {
 } from "../dataplane/errors.ts";
 import { defaultHighRiskPii } from "./catalog.ts";
 import { detect, type DetectorBlock, type DetectorCheck } from "./detect.ts";
-import { cacheKey, textDigest, VerdictCache } from "./verdict-cache.ts";
+import { cacheScope, textDigest, VerdictCache } from "./verdict-cache.ts";
 import type { DetectorLoader, DetectorName } from "./detectors/loader.ts";
 import type { CheckedOutput, GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
 import type { PiiDetector } from "./detectors/pii.ts";
@@ -74,11 +74,12 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     let failed = false;
     const piiTypes: string[] = [];
     const digests = texts.cacheable && !plugin ? digestsOf(texts) : undefined;
+    const scope = digests ? cacheScope(workspaceId, guardrail) : "";
     for (let i = 0; i < segments.length; i++) {
       const segment = segments[i]!;
       if (segment === "") continue;
-      const key = digests ? cacheKey(workspaceId, guardrail, digests[i]!) : undefined;
-      let block = key === undefined ? undefined : cache.get(key);
+      const digest = digests?.[i];
+      let block = digest === undefined ? undefined : cache.get(scope, digest);
       if (block === undefined) {
         const found = await failSafe(guardrail, stage, () => evaluate(guardrail, segment));
         if (found === failedOpen) {
@@ -86,7 +87,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
           continue;
         }
         block = found ?? null;
-        if (key !== undefined) cache.set(key, block);
+        if (digest !== undefined) cache.set(scope, digest, block);
       }
       if (!block) continue;
       if (!block.entityTypes) throw guardrailBlocked(guardrail.kind, stage, block.reason);
