@@ -314,6 +314,8 @@ describe("rule literals", () => {
     expect(requiredLiterals("\\b(?:a|an) (?:cat|dog)?")).toBeUndefined();
     expect(requiredLiterals("(?:x{0,2}|y)z")).toBeUndefined();
     expect(requiredLiterals("[a-z]+\\d")).toBeUndefined();
+    // An escape's letters are not text: \p{Script=Han}, \u0041, \x41.
+    expect(requiredLiterals("\\p{Script=Han}+ (?:\\u0041|\\x42)cde")).toEqual([["cde"]]);
   });
 
   it("never skips an expression on a text it matches (random expressions and texts)", () => {
@@ -331,7 +333,7 @@ describe("rule literals", () => {
         case 1:
           return pick(["abc", "bca", "cab", "ab", "a", "b c", "c", "aab"]);
         case 2:
-          return pick(["[ab]", ".", " ", "[^a]", "\\s"]);
+          return pick(["[ab]", ".", " ", "[^a]", "\\s", "\\p{L}", "\\x61", "\\u0062", "\\u{63}"]);
         case 3:
           // Assertions, which take no quantifier: grouped, so that one can follow.
           return `(?:${pick(["(?=a)", "(?!b)", "(?<=c)", "(?<!a)", "^", "$", "\\b"])})`;

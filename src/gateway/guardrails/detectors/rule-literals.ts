@@ -80,6 +80,15 @@ function classEnd(source: string, open: number): number {
   return -1;
 }
 
+/**
+ * The index just past the escape at `at` (a backslash): `\p{…}`, `\u{…}`, `\k<…>`, `\uXXXX`,
+ * `\xXX` and `\cX` whole, so that none of their letters is read as text.
+ */
+function escapeEnd(source: string, at: number): number {
+  const whole = /^\\(?:[pP]\{[^}]*\}|u\{[0-9a-fA-F]*\}|k<[^>]*>|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|c[A-Za-z])/.exec(source.slice(at, at + 64));
+  return whole ? at + whole[0].length : Math.min(source.length, at + 2);
+}
+
 /** The quantifier at `at`, if any: its length, and whether it allows no repetition. */
 function quantifierAt(source: string, at: number): { length: number; optional: boolean } {
   const c = source[at];
@@ -119,7 +128,7 @@ function sequenceRequirements(sequence: string): Requirement[] | undefined {
     const c = sequence[i] ?? "";
     if (c === "\\") {
       endRun();
-      i += 2;
+      i = escapeEnd(sequence, i);
       i += quantifierAt(sequence, i).length;
     } else if (c === "[") {
       endRun();
