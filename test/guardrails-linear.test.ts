@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreContent } from "../src/gateway/guardrails/detectors/content-safety.ts";
 import { markdownImageTemplate, mixedWordCount, quotedSpans, shoutedRun } from "../src/gateway/guardrails/detectors/injection-scans.ts";
 import { scoreInjection } from "../src/gateway/guardrails/detectors/injection.ts";
-import { nfkc, streamSafe } from "../src/gateway/guardrails/detectors/normalize.ts";
+import { collapseWhitespace, nfkc, streamSafe } from "../src/gateway/guardrails/detectors/normalize.ts";
 import { base64Runs, normalizeSpacing } from "../src/gateway/guardrails/detectors/rule-text.ts";
 import { detectPii } from "../src/gateway/guardrails/detectors/pii.ts";
 import { messagesText } from "../src/gateway/endpoints/caller-text.ts";
@@ -88,6 +88,14 @@ describe("linear scanners find what the expressions they replace found", () => {
     }
     const long = "a \u2019b\r\n".repeat(5000);
     expect(normalizeSpacing(long)).toBe(sixPasses(long));
+  });
+
+  it("white space collapsed, and the text itself returned when there is nothing to collapse", () => {
+    const gen = random(9);
+    for (let i = 0; i < 20_000; i++) {
+      const text = gen(["a", " ", "  ", "\n", "\t", "\r", "\u00a0", "\u2003", "\u3000", "\ufeff", "\u200b", "b c"], 12);
+      expect(collapseWhitespace(text), JSON.stringify(text)).toBe(text.replace(/\s+/g, " "));
+    }
   });
 
   it("base64 runs", () => {
