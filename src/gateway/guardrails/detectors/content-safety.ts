@@ -200,7 +200,7 @@ export function createContentDetector(
       let node: TrieNode | undefined = root;
       for (let j = i; j < words.length && node; j++) {
         const word = words[j]!;
-        const prefixes = node.prefixes.get(word.charAt(0));
+        const prefixes = node.prefixes.size > 0 ? node.prefixes.get(word.charAt(0)) : undefined;
         if (prefixes) for (const p of prefixes) if (word.startsWith(p.prefix)) credit(p.term, i);
         node = node.next.get(word);
         if (node?.term) credit(node.term, i);

@@ -63,6 +63,8 @@ function isWhitespace(c: number): boolean {
 export function collapseWhitespace(text: string): string {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
+    // Printable ASCII other than the space first: most characters.
+    if (c > 0x20 && c < 0x7f) continue;
     if (isWhitespace(c) && (c !== 0x20 || isWhitespace(text.charCodeAt(i + 1)))) return text.replace(/\s+/g, " ");
   }
   return text;
