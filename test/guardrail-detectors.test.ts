@@ -297,25 +297,28 @@ describe("content safety", () => {
 
 describe("rule literals", () => {
   it("reads the literals a match cannot do without, and gives up on any other shape", () => {
-    // Each requirement is a list one of whose literals must occur; all requirements must hold.
+    // Per top-level branch, its requirements: lists one of whose literals must occur, all of them.
     expect(requiredLiterals("\\b(?:ignore|disregard|forget)s?\\b(?: about)? \\S+ (?:instructions|prompts?)")).toEqual([
-      ["ignore", "disregard", "forget"],
-      ["instructions", "prompt"],
+      [
+        ["ignore", "disregard", "forget"],
+        ["instructions", "prompt"],
+      ],
     ]);
     // A character made optional by a quantifier ends the literal: "don'?t" needs only "don".
-    expect(requiredLiterals("\\b(?:do not|don'?t|never) (?:follow|obey)")).toEqual([["do not", "don", "never"], ["follow", "obey"]]);
-    // Several top-level branches: the most telling requirement of each, joined.
-    expect(requiredLiterals("\\bpwned\\b|^\\W*state that\\b")).toEqual([["pwned", "state that"]]);
+    expect(requiredLiterals("\\b(?:do not|don'?t|never) (?:follow|obey)")).toEqual([[["do not", "don", "never"], ["follow", "obey"]]]);
+    // Several top-level branches: each its own.
+    expect(requiredLiterals("\\bpwned\\b|^\\W*state that\\b")).toEqual([[["pwned"]], [["state that"]]]);
     // Runs and groups past classes, look-arounds and optional parts count too.
-    expect(requiredLiterals("(?:^|\\n)system:")).toEqual([["system:"]]);
-    expect(requiredLiterals("\\b(?!chatgpt\\b)[a-z]{2,}gpt\\b")).toEqual([["gpt"]]);
-    expect(requiredLiterals("\\b(?:you )?are evil")).toEqual([["are evil"]]);
+    expect(requiredLiterals("(?:^|\\n)system:")).toEqual([[["system:"]]]);
+    expect(requiredLiterals("\\b(?!chatgpt\\b)[a-z]{2,}gpt\\b")).toEqual([[["gpt"]]]);
+    expect(requiredLiterals("\\b(?:you )?are evil")).toEqual([[["are evil"]]]);
     // Literals under three characters, and optional groups, are not worth a check.
     expect(requiredLiterals("\\b(?:a|an) (?:cat|dog)?")).toBeUndefined();
     expect(requiredLiterals("(?:x{0,2}|y)z")).toBeUndefined();
     expect(requiredLiterals("[a-z]+\\d")).toBeUndefined();
-    // An escape's letters are not text: \p{Script=Han}, \u0041, \x41.
-    expect(requiredLiterals("\\p{Script=Han}+ (?:\\u0041|\\x42)cde")).toEqual([["cde"]]);
+    // An escape's letters are not text (\p{Script=Han}, \u0041, \x41); an escaped punctuation mark is.
+    expect(requiredLiterals("\\p{Script=Han}+ (?:\\u0041|\\x42)cde")).toEqual([[["cde"]]]);
+    expect(requiredLiterals("\\bdr\\. al\\b|a\\.?bcd")).toEqual([[["dr. al"]], [["bcd"]]]);
   });
 
   it("never skips an expression on a text it matches (random expressions and texts)", () => {
@@ -331,7 +334,7 @@ describe("rule literals", () => {
       switch (choice) {
         case 0:
         case 1:
-          return pick(["abc", "bca", "cab", "ab", "a", "b c", "c", "aab"]);
+          return pick(["abc", "bca", "cab", "ab", "a", "b c", "c", "aab", "a\\.b", "\\.c", "ab\\.?c"]);
         case 2:
           return pick(["[ab]", ".", " ", "[^a]", "\\s", "\\p{L}", "\\x61", "\\u0062", "\\u{63}"]);
         case 3:
@@ -361,24 +364,26 @@ describe("rule literals", () => {
       if (!requirements) continue;
       for (let t = 0; t < 300; t++) {
         let text = "";
-        for (let k = next(24); k > 0; k--) text += pick(["a", "b", "c", " ", "ab", "abc", "bca", "cab", "\n"]);
+        for (let k = next(24); k > 0; k--) text += pick(["a", "b", "c", " ", "ab", "abc", "bca", "cab", "\n", ".", "a.b"]);
         if (!pattern.test(text)) continue;
         checked++;
-        for (const literals of requirements) expect(literals.some((l) => text.includes(l)), `${source} on ${JSON.stringify(text)}`).toBe(true);
+        const met = requirements.some((branch) => branch.every((literals) => literals.some((l) => text.includes(l))));
+        expect(met, `${source} on ${JSON.stringify(text)}`).toBe(true);
       }
     }
     expect(checked).toBeGreaterThan(2000);
   });
 
-  it("lets an expression run exactly when every one of its requirements has a literal in the text", () => {
+  it("lets an expression run exactly when one of its branches has a literal of each of its requirements", () => {
     let state = 5;
     const next = (n: number): number => {
       state = (Math.imul(state, 1103515245) + 12345) >>> 0;
       return (state >>> 8) % n;
     };
     const words = ["ab", "ba", "abc", "ca", "bb", "c a", "ä"];
+    const list = <T,>(most: number, item: () => T): T[] => Array.from({ length: 1 + next(most) }, item);
     const expressions = Array.from({ length: 40 }, (_, e) =>
-      e % 7 === 0 ? undefined : Array.from({ length: 1 + next(3) }, () => Array.from({ length: 1 + next(3) }, () => words[next(words.length)]!)),
+      e % 7 === 0 ? undefined : list(2, () => list(3, () => list(3, () => words[next(words.length)]!))),
     );
     const filter = new LiteralFilter(expressions);
     let runs = 0;
@@ -386,10 +391,10 @@ describe("rule literals", () => {
       let text = "";
       for (let k = next(12); k > 0; k--) text += ["a", "b", "c", " ", "ä"][next(5)];
       filter.read(text);
-      expressions.forEach((requirements, e) => {
-        const expected = !requirements || requirements.every((literals) => literals.some((l) => text.includes(l)));
+      expressions.forEach((branches, e) => {
+        const expected = !branches || branches.some((branch) => branch.every((literals) => literals.some((l) => text.includes(l))));
         if (expected) runs++;
-        expect(filter.mayMatch(e), `${JSON.stringify(requirements)} on ${JSON.stringify(text)}`).toBe(expected);
+        expect(filter.mayMatch(e), `${JSON.stringify(branches)} on ${JSON.stringify(text)}`).toBe(expected);
       });
     }
     expect(runs).toBeGreaterThan(20_000);

@@ -1,5 +1,5 @@
 import { markdownImageTemplate } from "./injection-scans.ts";
-import { requiredLiterals, type Requirement } from "./rule-literals.ts";
+import { requiredLiterals, type Branch } from "./rule-literals.ts";
 
 /**
  * Rule families of the prompt-injection detector. Each family holds weighted patterns; a family
@@ -38,8 +38,8 @@ export interface InjectionRule {
   weight: number;
   /** A regular expression, or a scanner where an expression would take quadratic time. */
   pattern: { exec(text: string): RuleMatch | null };
-  /** Lists of strings, one of each of which every match contains (rule-literals.ts): without, the rule is skipped. */
-  literals?: readonly Requirement[];
+  /** What a match requires, per top-level branch (rule-literals.ts): a text that meets no branch is not read. */
+  literals?: readonly Branch[];
 }
 
 /**

@@ -12,15 +12,17 @@
  * group requires one literal of each alternative's most telling requirement). A run ends at any
  * escape, class, group or metacharacter, and before a character that a quantifier makes optional.
  * A requirement whose shortest literal, spaces aside, is under three characters is dropped (found
- * in nearly every text, it only costs the scan). A branch's requirements must all hold; an
- * expression of several branches requires one literal of each branch's most telling requirement.
- * An expression with a branch that requires nothing answers `undefined`: it always runs.
+ * in nearly every text, it only costs the scan). A branch's requirements must all hold, and an
+ * expression may match when one of its branches may. An expression with a branch that requires
+ * nothing answers `undefined`: it always runs.
  */
 
 const META = new Set(["\\", "^", "$", ".", "|", "?", "*", "+", "(", ")", "[", "]", "{", "}"]);
 
-/** Literals one of which must occur; an expression's requirements must all hold. */
+/** Literals one of which must occur. */
 export type Requirement = readonly string[];
+/** A top-level branch's requirements, which must all hold for it to match. */
+export type Branch = readonly Requirement[];
 
 /** Splits at the `|` of depth 0 (outside groups and classes). */
 function topLevel(source: string): string[] {
@@ -126,7 +128,13 @@ function sequenceRequirements(sequence: string): Requirement[] | undefined {
   let i = 0;
   while (i < sequence.length) {
     const c = sequence[i] ?? "";
-    if (c === "\\") {
+    if (c === "\\" && /[^\p{L}\p{N}]/u.test(sequence[i + 1] ?? "a")) {
+      // An escaped punctuation mark ("dr\. al") is that character, as text.
+      const quantifier = quantifierAt(sequence, i + 2);
+      if (!quantifier.optional) run += sequence[i + 1];
+      if (quantifier.length > 0) endRun();
+      i += 2 + quantifier.length;
+    } else if (c === "\\") {
       endRun();
       i = escapeEnd(sequence, i);
       i += quantifierAt(sequence, i).length;
@@ -177,16 +185,14 @@ function bestRequirement(sequence: string): Requirement | undefined {
 }
 
 /**
- * What every match of `source` requires: lists of literals, one of each list at least must occur.
- * Undefined when nothing worth checking can be told.
+ * What a match of `source` requires, per top-level branch: a match of the expression is a match of
+ * one branch, and a branch's requirements must all hold (one literal of each). Undefined when some
+ * branch requires nothing worth checking: the expression always runs.
  */
-export function requiredLiterals(source: string): Requirement[] | undefined {
+export function requiredLiterals(source: string): Branch[] | undefined {
   const branches = topLevel(source).map((branch) => sequenceRequirements(branch)?.filter((r) => worth(r) >= 3));
   if (branches.some((b) => b === undefined || b.length === 0)) return undefined;
-  const all = branches as Requirement[][];
-  if (all.length === 1) return all[0];
-  // Several branches: one requirement of each, joined, is required.
-  return [all.map((requirements) => requirements.reduce((best, r) => (worth(r) > worth(best) ? r : best))).flat()];
+  return branches as Branch[];
 }
 
 const ASCII = 128;
@@ -341,32 +347,37 @@ export class LiteralSet {
  */
 export class LiteralFilter {
   readonly #set: LiteralSet;
-  /** Per literal id, the expressions and requirement bits it meets: [#userStart[id], #userStart[id + 1]). */
+  /** Per literal id, the branches and requirement bits it meets: [#userStart[id], #userStart[id + 1]). */
   readonly #userStart: Int32Array;
-  readonly #userExpression: Int32Array;
+  readonly #userBranch: Int32Array;
   readonly #userBit: Int32Array;
-  /** Per expression, the bits of all its requirements; 0: it always runs. */
+  /** Per expression, its branches: [#branchStart[e], #branchStart[e + 1]); none: it always runs. */
+  readonly #branchStart: Int32Array;
+  /** Per branch, the bits of all its requirements. */
   readonly #full: Int32Array;
-  /** Per expression, the bits of the requirements the last text met. */
+  /** Per branch, the bits of the requirements the last text met. */
   readonly #met: Int32Array;
 
-  constructor(requirementsPerExpression: readonly (readonly Requirement[] | undefined)[]) {
-    this.#set = new LiteralSet(requirementsPerExpression.flatMap((r) => r?.flat() ?? []));
-    const users: { expression: number; bit: number }[][] = [];
-    this.#full = new Int32Array(requirementsPerExpression.length);
-    this.#met = new Int32Array(requirementsPerExpression.length);
-    requirementsPerExpression.forEach((requirements = [], expression) => {
-      if (requirements.length > 31) throw new Error("an expression with more than 31 requirements");
+  constructor(branchesPerExpression: readonly (readonly Branch[] | undefined)[]) {
+    this.#set = new LiteralSet(branchesPerExpression.flatMap((b) => b?.flat(2) ?? []));
+    const branches = branchesPerExpression.flatMap((b) => b ?? []);
+    this.#branchStart = new Int32Array(branchesPerExpression.length + 1);
+    branchesPerExpression.forEach((b, e) => (this.#branchStart[e + 1] = this.#branchStart[e]! + (b?.length ?? 0)));
+    this.#full = new Int32Array(branches.length);
+    this.#met = new Int32Array(branches.length);
+    const users: { branch: number; bit: number }[][] = [];
+    branches.forEach((requirements, branch) => {
+      if (requirements.length > 31) throw new Error("a branch with more than 31 requirements");
       requirements.forEach((literals, j) => {
-        this.#full[expression]! |= 1 << j;
-        for (const literal of literals) (users[this.#set.idOf(literal)] ??= []).push({ expression, bit: 1 << j });
+        this.#full[branch]! |= 1 << j;
+        for (const literal of literals) (users[this.#set.idOf(literal)] ??= []).push({ branch, bit: 1 << j });
       });
     });
     const literals = this.#set.size;
     this.#userStart = new Int32Array(literals + 1);
     for (let id = 0; id < literals; id++) this.#userStart[id + 1] = this.#userStart[id]! + (users[id]?.length ?? 0);
     const all = users.flatMap((u) => u ?? []);
-    this.#userExpression = Int32Array.from(all, (u) => u.expression);
+    this.#userBranch = Int32Array.from(all, (u) => u.branch);
     this.#userBit = Int32Array.from(all, (u) => u.bit);
   }
 
@@ -376,11 +387,15 @@ export class LiteralFilter {
     const met = this.#met;
     met.fill(0);
     for (const id of this.#set.foundIds()) {
-      for (let k = this.#userStart[id]!, end = this.#userStart[id + 1]!; k < end; k++) met[this.#userExpression[k]!]! |= this.#userBit[k]!;
+      for (let k = this.#userStart[id]!, end = this.#userStart[id + 1]!; k < end; k++) met[this.#userBranch[k]!]! |= this.#userBit[k]!;
     }
   }
 
   mayMatch(expression: number): boolean {
-    return this.#met[expression] === this.#full[expression];
+    const first = this.#branchStart[expression]!;
+    const end = this.#branchStart[expression + 1]!;
+    if (first === end) return true;
+    for (let b = first; b < end; b++) if (this.#met[b] === this.#full[b]) return true;
+    return false;
   }
 }
