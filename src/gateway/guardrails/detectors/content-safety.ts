@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { collapseWhitespace, foldText } from "./normalize.ts";
+import { foldText } from "./normalize.ts";
 import { LiteralFilter, requiredLiterals } from "./rule-literals.ts";
 
 /**
@@ -102,11 +102,12 @@ const TOKEN = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
 
 /** NFKC, lower case, straight apostrophes, a few HTML entities, single spaces. */
 export function normalizeForContent(text: string): string {
-  return collapseWhitespace(foldText(text))
+  return foldText(text)
     .replace(/&amp;/g, "&")
     .replace(/&#8220;|&#8221;|&quot;/g, '"')
     .replace(/&#8217;|&#39;/g, "'")
-    .replace(/[\u2018\u2019\u02bc]/g, "'");
+    .replace(/[\u2018\u2019\u02bc]/g, "'")
+    .replace(/\s+/g, " ");
 }
 
 function tokens(text: string): string[] {

@@ -271,14 +271,6 @@ function stemOf(index: CueIndex, prefix: string, word: string): Cue | undefined 
   return found;
 }
 
-/** The first code point of the scripts without spaces is Thai's, U+0E00: a word below it has none (a test per word cost more than the rest of the cue search). */
-const FIRST_UNSPACED = 0x0e00;
-
-function hasUnspaced(word: string): boolean {
-  for (let i = 0; i < word.length; i++) if (word.charCodeAt(i) >= FIRST_UNSPACED) return UNSPACED.test(word);
-  return false;
-}
-
 /**
  * The concepts in a list of lower-cased NFKC words, in order: at each word the longest phrase
  * wins, then the word itself, then its longest stem ("비밀번호를" is PASSWORD by 비밀번호* before
@@ -290,7 +282,7 @@ export function findCues(words: readonly string[], index: CueIndex): CueHit[] {
   let i = 0;
   while (i < words.length) {
     const word = words[i] ?? "";
-    if (hasUnspaced(word)) {
+    if (UNSPACED.test(word)) {
       scanUnspaced(word, i, index, hits);
       i++;
       continue;

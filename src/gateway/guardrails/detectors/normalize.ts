@@ -11,14 +11,8 @@
  */
 const LONG_MARK_RUN = /[\p{M}\uFF9E\uFF9F]{30}(?=[\p{M}\uFF9E\uFF9F])/gu;
 
-/** The first mark is U+0300: text below it has no run to break, and most text is (a plain loop is 10 times cheaper than the expression). */
-const FIRST_MARK = 0x300;
-
 export function streamSafe(text: string): string {
-  for (let i = 0; i < text.length; i++) {
-    if (text.charCodeAt(i) >= FIRST_MARK) return text.replace(LONG_MARK_RUN, "$&\u034F");
-  }
-  return text;
+  return text.replace(LONG_MARK_RUN, "$&\u034F");
 }
 
 /** NFKC of the stream-safe text. */
@@ -36,36 +30,4 @@ let lastFolded: { text: string; folded: string } | undefined;
 export function foldText(text: string): string {
   if (lastFolded?.text !== text) lastFolded = { text, folded: nfkc(text).toLowerCase() };
   return lastFolded.folded;
-}
-
-/** `\s` of a regular expression. */
-function isWhitespace(c: number): boolean {
-  return (
-    c === 0x20 ||
-    (c >= 0x09 && c <= 0x0d) ||
-    c === 0xa0 ||
-    c === 0x1680 ||
-    (c >= 0x2000 && c <= 0x200a) ||
-    c === 0x2028 ||
-    c === 0x2029 ||
-    c === 0x202f ||
-    c === 0x205f ||
-    c === 0x3000 ||
-    c === 0xfeff
-  );
-}
-
-/**
- * `text.replace(/\s+/g, " ")`, without the copy when there is nothing to collapse (text whose
- * only white space is single spaces, as most prompts' lines are): the expression made a new string
- * of every text.
- */
-export function collapseWhitespace(text: string): string {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    // Printable ASCII other than the space first: most characters.
-    if (c > 0x20 && c < 0x7f) continue;
-    if (isWhitespace(c) && (c !== 0x20 || isWhitespace(text.charCodeAt(i + 1)))) return text.replace(/\s+/g, " ");
-  }
-  return text;
 }
