@@ -2,22 +2,6 @@ import { hash } from "node:crypto";
 import type { GuardrailConfig } from "../config/types.ts";
 import type { DetectorBlock } from "./detect.ts";
 
-/**
- * Guardrail verdicts by segment of caller text (the system prompt, each message, each tool
- * result), so that a conversation's history is not read again on every turn: the same content
- * gets the same answer (the spec), so a verdict can be kept. Bounded: never more than
- * `maxEntries`; what goes first is what was used least recently, by generation (below).
- *
- * A verdict is kept under the SHA-256 of the text (a digest that cannot be forged to collide, so
- * no text can borrow another's pass) and a scope: the workspace and the guardrail's settings. The workspace is in it so
- * that how fast a text is answered never tells one tenant what another sent. Only verdicts a
- * detector gave are kept: not a failure let through, nor a plug-in's (it may change).
- *
- * Two generations rather than an exact LRU: a hit in the young map costs one look-up, where an
- * exact LRU moves the entry on every hit (a delete and a set, which leave holes that make a large
- * Map rehash). A 20-turn conversation looks up 60 keys a call; the exact LRU's moves were the
- * gateway's most expensive function in the profile (docs/performance.md, "Every check on").
- */
 type Verdict = DetectorBlock | null;
 
 /**
@@ -56,6 +40,22 @@ class Generation {
   }
 }
 
+/**
+ * Guardrail verdicts by segment of caller text (the system prompt, each message, each tool
+ * result), so that a conversation's history is not read again on every turn: the same content
+ * gets the same answer (the spec), so a verdict can be kept. Bounded: never more than
+ * `maxEntries`; what goes first is what was used least recently, by generation (below).
+ *
+ * A verdict is kept under the SHA-256 of the text (a digest that cannot be forged to collide, so
+ * no text can borrow another's pass) and a scope: the workspace and the guardrail's settings. The
+ * workspace is in it so that how fast a text is answered never tells one tenant what another sent. Only verdicts a
+ * detector gave are kept: not a failure let through, nor a plug-in's (it may change).
+ *
+ * Two generations rather than an exact LRU: a hit in the young map costs one look-up, where an
+ * exact LRU moves the entry on every hit (a delete and a set, which leave holes that make a large
+ * Map rehash). A 20-turn conversation looks up 60 keys a call; the exact LRU's moves were the
+ * gateway's most expensive function in the profile (docs/performance.md, "Every check on").
+ */
 export class VerdictCache {
   /**
    * The young generation turns old when it holds this many: the old one then holds as many, and

@@ -167,12 +167,10 @@ interface StemNode {
 export interface CueIndex {
   /** Whole words and phrases (words joined by one space). */
   exact: Map<string, Cue>;
-  /** Word stems, and phrases whose last word is a stem. */
-  stems: Map<string, Cue>;
   /**
-   * The stems again, as a character trie: the longest stem of a word is found in one walk along
-   * the word, which for most words ends at its first or second letter (a lookup per prefix length
-   * cost a string and a hash for each).
+   * Word stems, and phrases whose last word is a stem, as a character trie: the longest stem of a
+   * word is found in one walk along the word, which for most words ends at its first or second
+   * letter (a lookup per prefix length cost a string and a hash for each).
    */
   stemTrie: StemNode;
   /** First words of phrases: only there is a phrase looked for. */
@@ -193,13 +191,13 @@ const MAX_STEM = 24;
 export function buildCueIndex(): CueIndex {
   const index: CueIndex = {
     exact: new Map(),
-    stems: new Map(),
     stemTrie: { next: new Map() },
     phraseStarts: new Set(),
     maxWords: 1,
     unspaced: new Map(),
     maxUnspaced: 1,
   };
+  const stems = new Map<string, Cue>();
   for (const concept of CONCEPTS) {
     for (const [language, line] of LEXICON[concept].entries()) {
       const cue: Cue = { concept, english: language === 0 };
@@ -216,7 +214,7 @@ export function buildCueIndex(): CueIndex {
         const first = words[0];
         if (first === undefined) continue;
         const key = words.join(" ");
-        const table = stem ? index.stems : index.exact;
+        const table = stem ? stems : index.exact;
         if (!table.has(key)) table.set(key, cue);
         if (words.length > 1) index.phraseStarts.add(first);
         index.maxWords = Math.max(index.maxWords, words.length);
@@ -226,13 +224,13 @@ export function buildCueIndex(): CueIndex {
   // A word listed for another language that English lists too ("ignore" in French and Portuguese,
   // "ignore*" in English) is English: the English patterns already read it, with their care.
   const englishStem = (key: string): boolean => {
-    for (let k = Math.min(key.length, MAX_STEM); k >= MIN_STEM; k--) if (index.stems.get(key.slice(0, k))?.english) return true;
+    for (let k = Math.min(key.length, MAX_STEM); k >= MIN_STEM; k--) if (stems.get(key.slice(0, k))?.english) return true;
     return false;
   };
-  for (const table of [index.exact, index.stems]) {
+  for (const table of [index.exact, stems]) {
     for (const [key, cue] of table) if (!cue.english && englishStem(key)) table.set(key, { ...cue, english: true });
   }
-  for (const [key, cue] of index.stems) {
+  for (const [key, cue] of stems) {
     let node = index.stemTrie;
     for (let i = 0; i < key.length; i++) {
       const c = key.charCodeAt(i);

@@ -42,26 +42,28 @@ export class InjectionFeaturizer {
   /** Visits every feature of a text; a bucket may be visited twice (a hash collision): add. */
   visit({ tokens, families }: FeatureInput, visit: FeatureVisitor): void {
     this.#ngrams.visit(tokens, visit);
+    this.#visitFamilies(families, visit);
+  }
+
+  /** `bias` plus the dot product of `weights` with the text's features: what {@link visit} would add up, in its order. */
+  margin({ tokens, families }: FeatureInput, weights: Float32Array, bias: number): number {
+    let z = this.#ngrams.dot(tokens, weights, bias);
+    this.#visitFamilies(families, (bucket, weight) => {
+      z += weights[bucket]! * weight;
+    });
+    return z;
+  }
+
+  /** Each matching family's bucket and weight, in the order of RULE_FAMILIES. */
+  #visitFamilies(families: FeatureInput["families"], visit: FeatureVisitor): void {
+    // Most texts match no family: skip the look-up of each.
+    if (Object.keys(families).length === 0) return;
     for (const family of RULE_FAMILIES) {
       const weight = families[family];
       if (!weight) continue;
       const bucket = this.#bucketOf(family, weight);
       if (bucket !== undefined) visit(bucket, weight);
     }
-  }
-
-  /** `bias` plus the dot product of `weights` with the text's features: what {@link visit} would add up, in its order. */
-  margin({ tokens, families }: FeatureInput, weights: Float32Array, bias: number): number {
-    let z = this.#ngrams.dot(tokens, weights, bias);
-    // Most texts match no family: skip the look-up of each.
-    if (Object.keys(families).length === 0) return z;
-    for (const family of RULE_FAMILIES) {
-      const weight = families[family];
-      if (!weight) continue;
-      const bucket = this.#bucketOf(family, weight);
-      if (bucket !== undefined) z += weights[bucket]! * weight;
-    }
-    return z;
   }
 
   #bucketOf(family: RuleFamily, weight: number): number | undefined {
