@@ -20,10 +20,14 @@ const FAMILY_FOLDS = 5;
 export const THRESHOLD = 0.5;
 /**
  * The classifier's cut is the lowest at which at most this share of the hard benign rows scores
- * at or above the threshold under family cross-validation: half the 1 % target, as a margin for
- * the held-out rows.
+ * at or above the threshold under family cross-validation: a fifth of the 1 % target. Half of it
+ * (0.5 %) was the margin until 2026-11-27; source-held-out cross-validation shows the classifier's
+ * false alarms on a kind of text it has not seen at several times its family-CV rate, and at 0.5 %
+ * it flagged a plain note with an e-mail address ("mail me at …, see https://…"). At 0.2 % the
+ * family-CV recall is 84 % instead of 89 %, and the source-held-out false alarms half as many
+ * (docs/guardrails.md, "Classifier").
  */
-export const HARD_BENIGN_BUDGET = 0.005;
+export const HARD_BENIGN_BUDGET = 0.002;
 
 /** Requests put into promptfoo templates in place of their placeholder. */
 const FILL_REQUESTS = [

@@ -15,7 +15,7 @@
  * character n-grams, multilingual cue concepts and their pairs, and the rule families that match.
  *
  * Settings chosen by cross-validation, never on rows a model was fitted to:
- * - the cut (the classifier's margin that maps to 0.5): the lowest at which at most 0.5 % of the
+ * - the cut (the classifier's margin that maps to 0.5): the lowest at which at most 0.2 % of the
  *   hard benign rows are flagged out of fold, under 5-fold cross-validation grouped by family
  *   within each file;
  * - the blocking rule families: those that no benign row of the training folds matches strongly.

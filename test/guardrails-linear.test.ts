@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreContent } from "../src/gateway/guardrails/detectors/content-safety.ts";
-import { markdownImageTemplate, mixedWordCount, quotedSpans, shoutedRun } from "../src/gateway/guardrails/detectors/injection-scans.ts";
+import { afterFirst, markdownImageTemplate, mixedWordCount, quotedSpans, shoutedRun } from "../src/gateway/guardrails/detectors/injection-scans.ts";
+import { ANSWER_INSTRUCTION, DOCUMENT_MARKER } from "../src/gateway/guardrails/detectors/injection-rules.ts";
 import { scoreInjection } from "../src/gateway/guardrails/detectors/injection.ts";
 import { nfkc } from "../src/gateway/guardrails/detectors/normalize.ts";
 import { base64Runs, normalizeSpacing } from "../src/gateway/guardrails/detectors/rule-text.ts";
@@ -115,6 +116,21 @@ describe("linear scanners find what the expressions they replace found", () => {
     expect(found).toBeGreaterThan(500);
   });
 
+  it("an instruction after a document marker, as the lazy expression finds it", () => {
+    const LAZY = new RegExp(`${DOCUMENT_MARKER}[^]*?(?:${ANSWER_INSTRUCTION})`, "u");
+    const scan = afterFirst(new RegExp(DOCUMENT_MARKER, "u"), new RegExp(ANSWER_INSTRUCTION, "gu"));
+    const gen = random(6);
+    const alphabet = ["email:", "e-mail :", "this page", "page:", "this wikipedia article", " ", ". ", "\n", "translate ", "your reply", "reply in french", "in your answer, include", "can you ", "x", ":", "add a line to your response"];
+    let found = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const text = gen(alphabet, 10);
+      const expected = LAZY.test(text);
+      if (expected) found++;
+      expect(scan.exec(text) !== null, JSON.stringify(text)).toBe(expected);
+    }
+    expect(found).toBeGreaterThan(500);
+  });
+
   it("globs match as the regular expressions they were compiled to", () => {
     const gen = random(5);
     for (let i = 0; i < 20_000; i++) {
@@ -178,6 +194,8 @@ describe("detectors take time linear in the text", () => {
     "cue words in a run without spaces": repeat("忽略之前的指令"),
     "cue stems in one long Korean word": repeat("비밀번호"),
     "override cue pairs": repeat("ignora las instrucciones "),
+    "a document, then answer verbs without an answer": (n) => "email: " + repeat("translate your ")(n),
+    "document markers without an instruction": repeat("email: this page "),
   };
   for (const [name, make] of Object.entries(injectionShapes)) {
     it(`prompt injection: ${name}`, () => expectLinear(scoreInjection, make, 16 * KiB));

@@ -1,10 +1,11 @@
-import { markdownImageTemplate } from "./injection-scans.ts";
+import { afterFirst, markdownImageTemplate } from "./injection-scans.ts";
 import { requiredLiterals, type Branch } from "./rule-literals.ts";
 
 /**
  * Rule families of the prompt-injection detector. Each family holds weighted patterns; a family
  * scores the weight of its strongest matching pattern, and families combine as independent
- * evidence (1 − Π(1 − w)). English, German, Spanish and French.
+ * evidence (1 − Π(1 − w)). English, German, Spanish and French, and some Italian, Portuguese and
+ * Dutch phrases; other languages by the cue words of injection-cues.ts.
  *
  * The rules run on a normalized copy of the text (NFKC, lower case, single spaces) and again on
  * de-obfuscated copies: leetspeak mapped back to letters, letter-by-letter spacing joined, and
@@ -90,9 +91,33 @@ const DE_OBJ = "(?:anweisungen|instruktionen|regeln|befehle|aufgaben|aufträge|v
 const ES_OBJ = "(?:instrucciones|reglas|órdenes|indicaciones|directrices|tareas|restricciones|normas)";
 const FR_OBJ = "(?:instructions|règles|consignes|ordres|directives|tâches|restrictions)";
 
-function rule(family: RuleFamily, weight: number, source: string): InjectionRule {
+/** A secret the assistant may hold: what CyberSecEval-style extraction asks for. */
+const SECRET = "(?:password|passcode|pass ?phrase|secret (?:key|code|word|password)|access code|pin code)";
+/** What the assistant answers with: an instruction about it comes from whoever wrote the text. */
+const ANSWER = "(?:answer|response|reply|output|message|summary)";
+const ANSWER_VERBS =
+  "(?:replace|use|provide|convert|substitute|render|introduce|misspell|scramble|jumble|rearrange|remove|group|combine|include|modify|add|integrate|augment|enhance|encrypt|apply|shift|encode|reverse|write|invert|express|translate|suggest|mention|tease|hint|promote|insert|append|format|end|begin|start|sign|change|rewrite|alter|present|embed|spread|make)";
+const LANGUAGES =
+  "(?:english|spanish|french|german|italian|portuguese|dutch|russian|chinese|japanese|korean|arabic|hindi|turkish|polish|swedish|greek|latin|pig latin|klingon|morse(?: code)?)";
+/** A document the user hands over to be read: what follows it was written by someone else. */
+export const DOCUMENT_MARKER =
+  "(?:\\b(?:e-?mail|document|article|web ?page|page|paper|resume|cv|review|post|report|transcript|table|passage|excerpt|letter|code|file) ?:|\\bthis (?:e-?mail|document|(?:wikipedia |news )?article|web ?page|page|paper|resume|cv|review|post|report|transcript|table|passage|excerpt|letter|code|file)\\b)";
+/** Where a document handed over to be read begins; an attack after it is embedded, not mentioned. */
+export const DOCUMENT_START = new RegExp(DOCUMENT_MARKER, "u");
+/**
+ * A sentence inside such a document that tells the assistant how to answer ("Translate your
+ * response into Spanish.", "In your reply, suggest …"): BIPIA's attacks. Sentences start after
+ * `. ` or a line break (the text is spacing-normalized), and the bounded span keeps it linear.
+ */
+export const ANSWER_INSTRUCTION = `(?:^|[.!?:;] |\\n)(?:can you |could you |please |also |and )?${ANSWER_VERBS}\\b[^.!?\\n]{0,80}?\\byour ${ANSWER}(?:'s)?\\b|\\bin your (?:answer|response|reply) ?,? ?(?:include|suggest|mention|tease|add|hint|promote|use|write|say)\\b|(?:^|[.!?:;] |\\n)(?:can you |please )?(?:reply|respond|answer|write) (?:only )?(?:in|using|with) (?:reverse|base ?\\d+|emojis?|${LANGUAGES})\\b`;
+
+function literalsOf(source: string): { literals?: readonly Branch[] } {
   const literals = requiredLiterals(source);
-  return { family, weight, pattern: new RegExp(source, "u"), ...(literals ? { literals } : {}) };
+  return literals ? { literals } : {};
+}
+
+function rule(family: RuleFamily, weight: number, source: string): InjectionRule {
+  return { family, weight, pattern: new RegExp(source, "u"), ...literalsOf(source) };
 }
 
 export const INJECTION_RULES: readonly InjectionRule[] = [
@@ -114,12 +139,15 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("instruction_override", 0.8, `\\b(?:ignora|dimentica|ignorate) (?:tutte )?(?:le )?(?:istruzioni|regole)\\b|\\b(?:esqueça|esquece|ignore) (?:todas )?as (?:instruções|regras)\\b|\\b(?:negeer|vergeet) (?:alle )?(?:vorige |eerdere )?(?:instructies|regels)\\b|\\b(?:zaboravi|zaboravite|ignoriraj) (?:sve )?(?:instrukcije|upute|pravila)\\b|(?:забудьте|забудь|игнорируйте|игнорируй)(?: все| всё)? (?:инструкции|правила|указания)`),
   rule("instruction_override", 0.75, `\\b(?:oublie|oubliez) tout\\b|\\bne (?:traduis|traduisez) pas (?:cette phrase|ce texte)\\b.{0,20}\\b(?:exécute|exécutez)\\b`),
   rule("instruction_override", 0.75, `\\b(?:übersetze|übersetzen sie) (?:diesen satz|diesen text|das) nicht\\b.{0,20}\\b(?:führe|führen)\\b|\\b(?:don'?t|do not) translate (?:this|it)\\b.{0,30}\\b(?:execute|run|carry out|follow)\\b`),
+  rule("instruction_override", 0.8, `\\bregardless of (?:the |any |all |your )?(?:previous|prior|earlier|above|preceding|original) (?:tasks?|instructions?|requests?|rules|prompts?|context)\\b|\\bforget about (?:that|this|it|all that)[,.!] (?:can|could|would|will|now|just|please|instead|tell|write|give|what)\\b`),
 
   // System-prompt exfiltration -----------------------------------------------------------------------
   rule("prompt_exfiltration", 0.85, `\\b(?:show|print|reveal|output|display|repeat|tell|give|list|dump|leak|share|write out|spell out|recite|expose)(?: me| us)?(?: all| the whole| the full| the entire| exactly)? (?:of )?(?:your(?: full| entire| whole| complete| initial| original| hidden| secret| internal| exact| first)*|the(?: full| entire| whole| complete| initial| original| hidden| secret| internal| exact| first)* (?=system|prompt|hidden|initial|internal))(?: system prompt| system message| prompt texts?| prompts| instructions| hidden rules| initial prompt| internal instructions| rules| guidelines)\\b(?! (?:for|on|of|to|about) )`),
   rule("prompt_exfiltration", 0.8, `\\b(?:what|which) (?:are|were|is|was) (?:your|the) (?:(?:initial|original|hidden|secret|system|internal|exact) )*(?:instructions|system prompt|prompt|rules)\\b(?! (?:for|of|on) )`),
   rule("prompt_exfiltration", 0.8, `\\bwhat (?:was|is) written (?:at the beginning|above|before)\\b|\\b(?:sentences?|words|text) (?:before|above) (?:the text|this)\\b.{0,10}|\\bshow (?:me )?the following texts\\b|\\brepeat (?:the|all the) (?:words|text) above\\b|\\bcopy of the (?:full )?prompt\\b`),
   rule("prompt_exfiltration", 0.8, `\\b(?:system ?prompt|systemprompt|prompt système|prompt del sistema|instrucciones del sistema)\\b.{0,40}\\b(?:verbatim|word for word|wörtlich|mot pour mot|palabra por palabra|en entier|vollständig|completo)\\b|\\b(?:verbatim|word for word)\\b.{0,40}\\bsystem prompt\\b`),
+  rule("prompt_exfiltration", 0.8, `\\b(?:instructions|text|prompt|rules|guidelines|directions|directives) (?:that )?you (?:were|have been|got|received) (?:given|told|provided)\\b|\\bwhat (?:were|have) you (?:been )?told (?:before|at the (?:start|beginning)|initially|to (?:hide|keep secret))\\b|\\byour (?:starting|initial|original|hidden|secret|pre-?set) (?:instructions|configuration|prompt|directives)\\b|\\bwhat are you not (?:supposed|allowed|permitted) to (?:tell|say|reveal|share)\\b|\\b(?:output|print|repeat|show|display) (?:the |all the )?(?:text|everything|words|content) above\\b|\\b(?:console\\.log|print|echo|printf) ?\\( ?(?:system_?prompt|initial_?prompt|instructions) ?\\)|\\b(?:output|print|show|display) (?:the |your )?(?:initiali[sz]ation string|system configuration)\\b`),
+  rule("prompt_exfiltration", 0.8, `\\b(?:show|give|display|print|reveal|send|output) (?:me |us )?(?:the|your) system prompt\\b(?! (?:for|of) (?:an?|my|our|this|the) )|\\b(?:need|want) to see (?:the|your) system prompt\\b`),
   rule("prompt_exfiltration", 0.85, `\\b(?:zeige?|gib|nenne|verrate|wiederhole)(?: mir)?(?: \\S+){0,3} (?:deinen|deine|ihren|ihre|den|die)(?: \\S+){0,2} (?:systemprompt|prompt-texte?|prompt|anweisungen|instruktionen)\\b|\\bdas vorzeigen sämtlicher prompt`),
   rule("prompt_exfiltration", 0.85, `\\b(?:muestra|muéstrame|revela|imprime|dime|repite)(?: \\S+){0,3} (?:tu|tus|el|las) (?:prompt|instrucciones|mensaje del sistema)\\b`),
   rule("prompt_exfiltration", 0.85, `\\b(?:affiche|montre|révèle|donne|répète|recopie)(?:-moi)?(?: \\S+){0,3} (?:ton|tes|le|les) (?:prompt|instructions|message système)\\b|\\brecopie mot pour mot\\b|\\binstructions cachées\\b`),
@@ -155,11 +183,23 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("authority_claim", 0.75, `\\bi am (?:your|the|an?) (?:developer|creator|programmer|admin|administrator|owner|operator|maker)\\b.{0,80}\\b(?:authori[sz]|debug|maintenance|override|ignore|unlock|enable|disable)`),
   rule("authority_claim", 0.75, `\\b(?:enter|entering|switch to|activate|enable) (?:debug|maintenance|god|admin|sudo|root|unrestricted) mode\\b.{0,120}\\b(?:print|ignore|output|reveal|no (?:rules|restrictions|filters))|\\b(?:you are now|you're now) in (?:debug|maintenance|god|admin|unrestricted) mode\\b`),
   rule("authority_claim", 0.8, `\\b(?:safety|security|previous|all|content) (?:rules|guidelines|restrictions|policies|filters) (?:are|have been) (?:now )?(?:deprecated|suspended|lifted|disabled|removed|void|revoked|no longer (?:valid|in effect|apply))\\b|\\bregeln sind aufgehoben\\b|\\brègles de sécurité sont suspendues\\b|\\breglas (?:de seguridad )?(?:están|han sido) (?:suspendidas|anuladas)\\b|\\bmessage de l'administrateur\\b|\\bmensaje del administrador\\b|\\bnachricht vom administrator\\b`),
+  rule("authority_claim", 0.75, `\\b(?:i'?m|i am|as|this is) (?:your|the ai'?s) (?:developer|creator|programmer|maker|admin|administrator|owner|master|operator)\\b|\\bi am (?:god|your god|your master)\\b`),
+  rule("authority_claim", 0.75, `\\b(?:ich bin|als) (?:dein|deine|ihr) (?:entwickler|entwicklerin|schöpfer|programmierer|administrator|besitzer)\\b|\\b(?:je suis|en tant que) (?:ton|votre) (?:développeur|développeuse|créateur|programmeur|administrateur|propriétaire)\\b|\\b(?:soy|como) (?:tu|su) (?:desarrollador|desarrolladora|creador|programador|administrador|dueño)\\b|\\b(?:sono|come) (?:il )?(?:tuo|suo) (?:sviluppatore|creatore|programmatore|amministratore|proprietario)\\b|\\b(?:sou|como) (?:o )?(?:teu|seu) (?:desenvolvedor|criador|programador|administrador|dono)\\b|\\b(?:ik ben|als) (?:je|jouw|uw) (?:ontwikkelaar|maker|programmeur|beheerder|eigenaar)\\b`),
+  rule("authority_claim", 0.8, `< ?/? ?(?:god|system|admin|developer|debug|sudo|root|override|maintenance|security override)[ _-]?mode ?>|\\b(?:now )?entering (?:an? |the )?['"]?(?:[a-z]+ ){0,2}override mode\\b|\\b(?:law enforcement|security|admin|emergency|system) override mode\\b`),
+  rule("authority_claim", 0.7, `\\b(?:i'?m|i am|we are|we're) (?:now )?(?:entering|activating|enabling|switching (?:you )?(?:in)?to) (?:an? |the |your )?['"]?(?:maintenance|debug|admin|god|root|sudo|developer|diagnostic|test) mode\\b`),
 
   // Instructions hidden in content -------------------------------------------------------------------
   rule("indirect_instruction", 0.8, `\\b(?:note|message|instruction|reminder) (?:to|for) (?:the )?(?:ai|llm|assistant|model|chatbot|language model|ai system|ai assistant)\\b|\\b(?:ai|assistant|llm|model|system) (?:processing|reading|summari[sz]ing) this\\b|\\bif you are an? (?:ai|llm|language model|assistant)\\b`),
   rule("indirect_instruction", 0.8, `\\bnota para el asistente\\b|\\bnota para la ia\\b|\\bhinweis (?:an|für) die ki\\b|\\bnachricht an die ki\\b|\\bnote (?:à|pour) l'ia\\b|\\bnote à l'assistant\\b`),
   rule("indirect_instruction", 0.65, `\\b(?:hidden|white|invisible) text\\b.{0,60}\\b(?:ignore|rank|recommend|instruction)|\\bignore the prior (?:evaluation )?criteria\\b`),
+  rule("indirect_instruction", 0.8, `\\b(?:ignore|disregard|forget) (?:the|this) (?:function|code|webpage|web page|page|document|article|paper|resume|cv|email|e-mail|text|table|content|review|post|file|data|report|letter|passage|excerpt|transcript|story|essay|message|question|context|above)\\b(?: and| then|[,.:;])(?: \\S+){0,3} (?:state|say|claim|declare|pretend|(?:respond|reply|answer) (?:with|only)|tell (?:the user|them|everyone|readers))\\b`),
+  rule("indirect_instruction", 0.75, `(?:<!-- ?|(?:^|\\s)(?:#|//|/\\*) )(?:ignore|disregard|forget|override|assistant|ai|llm|note to)\\b:?(?: \\S+){0,6} (?:and )?(?:state|say|output|print|respond|reply|answer|tell|claim|declare|instead)\\b`),
+  {
+    family: "indirect_instruction",
+    weight: 0.6,
+    pattern: afterFirst(DOCUMENT_START, new RegExp(ANSWER_INSTRUCTION, "gu")),
+    ...literalsOf(ANSWER_INSTRUCTION),
+  },
 
   // Tool abuse and data exfiltration ------------------------------------------------------------------
   rule("tool_exfiltration", 0.75, `\\b(?:forward|send|email|upload|post|exfiltrate|leak)\\b.{0,40}\\b(?:conversation|chat) (?:history|log|logs|transcript)\\b|\\b(?:forward|send) (?:the last \\d+|all|every)(?: \\w+){0,2} (?:messages|emails|e-mails|files)\\b.{0,60}@`),
@@ -172,6 +212,18 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   // Asking the assistant for a secret it holds (its password, key or PIN); other languages by cues --------
   rule("secret_request", 0.75, `\\b(?:what(?:'s| is| was)|tell|share|give|reveal|show|print|say|send|spell out|disclose|provide|leak)(?: (?:me|us|with me|with us))? your (?:secret(?: key| word| code| phrase| password)?|password|passcode|pass ?phrase|pin(?: code| number)?|access code|api key|credentials)\\b`),
   rule("secret_request", 0.75, `\\b(?:what(?:'s| is| was)|tell|share|give|reveal|show|print|say|send|spell out|disclose|provide|leak)(?: (?:me|us|with me|with us))? the (?:secret key|secret password|password|passcode|pass ?phrase|admin password|access code|api key)\\b(?! (?:requirements?|polic(?:y|ies)|rules|manager|reset|strength|length|field|format|prompt|for (?:my|your|the) (?:wifi|router|account)))`),
+  rule("secret_request", 0.75, `\\bwhat (?:your|the) (?:system |admin |secret )?${SECRET} (?:is|was|would be)\\b|\\bwhat would (?:your|the) ${SECRET} be\\b|\\bask(?:ed)? (?:you )?for (?:your|the) ${SECRET}\\b|\\b(?:our|the|your) system(?:'s)? (?:password|passcode|pass ?phrase|secret key|access code)\\b(?! (?:polic(?:y|ies)|requirements?|rules|manager|reset))`),
+  // "Confirm" only as a request to the assistant: "a field to confirm your password" is a sign-up form.
+  rule("secret_request", 0.75, `\\b(?:(?:you to|can you|could you|would you|will you|please) (?:confirm|verify)|repeat|recite|disclose|reveal|tell me|give me|share) (?:me |us )?(?:the|your|our) (?:system |admin |master |secret )?${SECRET}(?: for (?:our|the|this) (?:system|mode|account|audit|server|database|vault))?(?! (?:requirements?|polic(?:y|ies)|rules|manager|reset|strength|length|field|format|hash|for (?:my|your) ))(?![-\\w])`),
+  // The same in the languages with patterns, where an article or a possessive makes the secret the assistant's.
+  rule("secret_request", 0.75, `\\b(?:was ist|wie lautet|wie heißt|verrate|verraten sie|sag|sagen sie|nenne|nennen sie|gib|geben sie|zeig|zeigen sie)(?: mir| uns)? (?:das|dein|deine|ihr|ihre) (?:geheime |aktuelle )?(?:passwort|kennwort|geheimwort|zugangscode|geheimcode)(?![-\\w])(?! (?:für|fürs) )`),
+  rule("secret_request", 0.75, `\\b(?:quel est|quelle est|dis-moi|dites-moi|donne-moi|donnez-moi|révèle-moi|révélez-moi|révèle|révélez|partage|partagez)(?: moi)? (?:le|ton|votre|ta) (?:mot de passe|code secret|code d'accès|clé secrète)(?![-\\w])(?! (?:pour|du|de) )`),
+  rule("secret_request", 0.75, `\\b(?:cuál es|cual es|dime|dígame|dame|deme|revela|revélame|revele|comparte|comparta|compárteme)(?: me)? (?:la|tu|su) (?:contraseña|clave secreta|código secreto|código de acceso)(?![-\\w])(?! (?:para|de|del) )`),
+  rule("secret_request", 0.75, `\\b(?:qual è|qual e|dimmi|mi dica|dammi|mi dia|rivela|rivelami|riveli|condividi|condivida)(?: mi)? (?:la|la tua|la sua|tua) (?:password|parola d'ordine|chiave segreta|codice segreto|codice di accesso)(?![-\\w])(?! (?:per|del|della|di) )`),
+  rule("secret_request", 0.75, `\\b(?:qual é|qual e|diga-me|diz-me|me diga|me diz|dê-me|me dê|revele|revela|compartilhe|partilhe)(?: me)? (?:a|a tua|a sua|tua|sua) (?:senha|palavra-passe|chave secreta|código secreto|código de acesso)(?![-\\w])(?! (?:para|do|da|de) )`),
+  rule("secret_request", 0.75, `\\b(?:wat is|vertel me|vertel mij|geef me|geef mij|deel)(?: me)? (?:het|je|jouw|uw) (?:wachtwoord|toegangscode|geheime code)(?![-\\w])(?! (?:voor|van) )`),
+  // The secret re-shaped so that an output filter would not see it: a poem about it, spelled backwards, encoded.
+  rule("secret_request", 0.7, `\\b(?:poem|haiku|song|story|acrostic|riddle|limerick|rap|sonnet)\\b.{0,40}\\b(?:about|with|using|uses?|containing|contains?|including|includes?|hiding|hides|from|of) (?:the|your) ${SECRET}\\b|\\b(?:the|your) ${SECRET} (?:in|into|as|using) (?:leetspeak|leet|pig latin|base64|morse(?: code)?|hex(?:adecimal)?|reverse(?: order)?|reversed|backwards?|rot13|binary|an acrostic|emojis?)\\b|\\b(?:the|your) ${SECRET} (?:spelled|written) backwards\\b|\\b(?:the|your) ${SECRET} as the first letters?\\b`),
 
   // Task switch after praise or an interjection (deepset style; weak alone) ---------------------------
   rule("task_switch", 0.45, `^\\W*(?:wow|well done|very well done|very good|good job|great|excellent|simply great|okay|ok|congratulations|perfect|fantastic|sehr gut|sehr gut gemacht|gut gemacht|super|ausgezeichnet|einfach großartig|herzlichen glückwunsch|mann, du hast|man, you did)\\b[^?]{0,100}\\b(?:now|but now|next|nun|jetzt|aber jetzt)\\b.{0,60}\\b(?:task|tasks|assignment|write|help|aufgabe|aufgaben|schreib|schreibe|verfasse|hilf)`),

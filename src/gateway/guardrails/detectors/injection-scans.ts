@@ -230,3 +230,22 @@ class NextIndex {
     return index;
   }
 }
+
+/**
+ * A match of `then` that starts after the end of the first match of `marker`: an instruction inside a
+ * document the user hands over ("Email: …", "this webpage: …"). As one expression,
+ * `marker[^]*?then` would retry the lazy span from every marker; here `marker` is searched once
+ * and `then` (global, so that it starts at `lastIndex`) once from there. Both must repeat only
+ * boundedly, which keeps the whole scan linear.
+ */
+export function afterFirst(marker: RegExp, then: RegExp): { exec(text: string): { index: number; 0: string } | null } {
+  if (!then.global) throw new Error("afterFirst: `then` must be global");
+  return {
+    exec(text) {
+      const m = marker.exec(text);
+      if (!m) return null;
+      then.lastIndex = m.index + m[0].length;
+      return then.exec(text);
+    },
+  };
+}

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { buildCueIndex, findCues, type Concept, type CueHit, type CueIndex } from "./injection-cues.ts";
 import { InjectionFeaturizer, STRONG_RULE } from "./injection-features.ts";
 import {
+  DOCUMENT_START,
   INJECTION_RULES,
   MENTION_DISCOUNTED,
   MENTION_FACTOR,
@@ -212,6 +213,7 @@ export function ruleFamilies(
   for (const text of ruleVariants(raw, folded)) {
     let quotes: [number, number][] | undefined;
     let framed: boolean | undefined;
+    let documentAt: number | undefined;
     filter.read(text);
     // Indexed, not entries(): this loop runs for every rule and variant of every text checked.
     for (let index = 0; index < rules.length; index++) {
@@ -224,7 +226,10 @@ export function ruleFamilies(
       if (MENTION_DISCOUNTED.has(r.family)) {
         framed ??= MENTION_FRAME.test(text);
         quotes ??= framed ? quotedSpans(text) : [];
-        mention = isMention(m, quotes, framed);
+        // A question about a document handed over ("What are the conclusions of this paper: '…'")
+        // frames the document, not the attack inside it: that one is embedded, not mentioned.
+        documentAt ??= framed ? (DOCUMENT_START.exec(text)?.index ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY;
+        mention = documentAt >= m.index && isMention(m, quotes, framed);
       }
       const weight = mention ? r.weight * MENTION_FACTOR : r.weight;
       if (weight > strongest[family]!) strongest[family] = weight;
