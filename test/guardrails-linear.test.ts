@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreContent } from "../src/gateway/guardrails/detectors/content-safety.ts";
 import { afterFirst, markdownImageTemplate, mixedWordCount, quotedSpans, shoutedRun } from "../src/gateway/guardrails/detectors/injection-scans.ts";
-import { ANSWER_INSTRUCTION, DOCUMENT_MARKER } from "../src/gateway/guardrails/detectors/injection-rules.ts";
+import { ANSWER_INSTRUCTION, ANSWER_TAMPERING, DOCUMENT_MARKER } from "../src/gateway/guardrails/detectors/injection-rules.ts";
 import { scoreInjection } from "../src/gateway/guardrails/detectors/injection.ts";
 import { nfkc } from "../src/gateway/guardrails/detectors/normalize.ts";
 import { base64Runs, normalizeSpacing } from "../src/gateway/guardrails/detectors/rule-text.ts";
@@ -116,11 +116,14 @@ describe("linear scanners find what the expressions they replace found", () => {
     expect(found).toBeGreaterThan(500);
   });
 
-  it("an instruction after a document marker, as the lazy expression finds it", () => {
-    const LAZY = new RegExp(`${DOCUMENT_MARKER}[^]*?(?:${ANSWER_INSTRUCTION})`, "u");
-    const scan = afterFirst(new RegExp(DOCUMENT_MARKER, "u"), new RegExp(ANSWER_INSTRUCTION, "gu"));
+  it.each([
+    ["an instruction", ANSWER_INSTRUCTION],
+    ["a tampering instruction", ANSWER_TAMPERING],
+  ])("%s after a document marker, as the lazy expression finds it", (_name, instruction) => {
+    const LAZY = new RegExp(`${DOCUMENT_MARKER}[^]*?(?:${instruction})`, "u");
+    const scan = afterFirst(new RegExp(DOCUMENT_MARKER, "u"), new RegExp(instruction, "gu"));
     const gen = random(6);
-    const alphabet = ["email:", "e-mail :", "this page", "page:", "this wikipedia article", " ", ". ", "\n", "translate ", "your reply", "reply in french", "in your answer, include", "can you ", "x", ":", "add a line to your response"];
+    const alphabet = ["email:", "e-mail :", "this page", "page:", "this wikipedia article", " ", ". ", "\n", "translate ", "your reply", "reply in french", "reply in reverse", "in your answer, include", "can you ", "x", ":", "add a line to your response", " backwards", "encode "];
     let found = 0;
     for (let i = 0; i < 20_000; i++) {
       const text = gen(alphabet, 10);
@@ -128,7 +131,7 @@ describe("linear scanners find what the expressions they replace found", () => {
       if (expected) found++;
       expect(scan.exec(text) !== null, JSON.stringify(text)).toBe(expected);
     }
-    expect(found).toBeGreaterThan(500);
+    expect(found).toBeGreaterThan(200);
   });
 
   it("globs match as the regular expressions they were compiled to", () => {
@@ -196,6 +199,7 @@ describe("detectors take time linear in the text", () => {
     "override cue pairs": repeat("ignora las instrucciones "),
     "a document, then answer verbs without an answer": (n) => "email: " + repeat("translate your ")(n),
     "document markers without an instruction": repeat("email: this page "),
+    "sentences that speak of the answer, without tampering": (n) => "email: " + repeat(". your answer ")(n),
   };
   for (const [name, make] of Object.entries(injectionShapes)) {
     it(`prompt injection: ${name}`, () => expectLinear(scoreInjection, make, 16 * KiB));

@@ -108,8 +108,21 @@ export const DOCUMENT_START = new RegExp(DOCUMENT_MARKER, "u");
  * A sentence inside such a document that tells the assistant how to answer ("Translate your
  * response into Spanish.", "In your reply, suggest …"): BIPIA's attacks. Sentences start after
  * `. ` or a line break (the text is spacing-normalized), and the bounded span keeps it linear.
+ * Weak on its own: a retrieval prompt puts the same sentence after its document ("Document: …
+ * Include sources in your answer."), so only the tampering kind below blocks.
  */
 export const ANSWER_INSTRUCTION = `(?:^|[.!?:;] |\\n)(?:can you |could you |please |also |and )?${ANSWER_VERBS}\\b[^.!?\\n]{0,80}?\\byour ${ANSWER}(?:'s)?\\b|\\bin your (?:answer|response|reply) ?,? ?(?:include|suggest|mention|tease|add|hint|promote|use|write|say)\\b|(?:^|[.!?:;] |\\n)(?:can you |please )?(?:reply|respond|answer|write) (?:only )?(?:in|using|with) (?:reverse|base ?\\d+|emojis?|${LANGUAGES})\\b`;
+/**
+ * The kind no application asks for: a sentence that speaks of the assistant's answer and garbles
+ * it (a cipher, an encoding, reversed, misspelt, letters swapped or grouped) or slips a falsehood
+ * into it. Both look-aheads are bounded, so each sentence start costs a constant.
+ */
+const TAMPERING = "(?:encrypt|encod|cipher|caesar|base ?\\d\\d|revers|backward|invert|misspell|typos|anagram|scrambl|jumbl|rearrange|substitut|alphanumeric|homophonic|symbols|spaces|group (?:the )?letters|vowels|(?:each|every) (?:\\w+ )?letter|leet|pig latin|morse|emojis? only|with emojis?)";
+// Not links: "include a link to our help centre in your reply" is an ordinary support prompt.
+const PLANTED = "\\b(?:false|fake|fabricated|baseless|misleading|untrue|non-existent|rumou?r|hoax)";
+export const ANSWER_TAMPERING = `(?:^|[.!?:;] |\\n)(?:(?=.{0,160}?\\byour ${ANSWER}\\b)(?=.{0,160}?(?:${TAMPERING}|${PLANTED}))|(?:can you |please )?(?:reply|respond|answer|write) (?:only )?(?:in|using|with) (?:reverse|base ?\\d+)\\b)`;
+/** What ANSWER_TAMPERING cannot match without: its look-aheads give the literal filter nothing to read. */
+const ANSWER_TAMPERING_NEEDS = `your ${ANSWER}|(?:reply|respond|answer|write) (?:only )?(?:in|using|with) (?:reverse|base)`;
 
 function literalsOf(source: string): { literals?: readonly Branch[] } {
   const literals = requiredLiterals(source);
@@ -196,10 +209,11 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("indirect_instruction", 0.75, `(?:<!-- ?|(?:^|\\s)(?:#|//|/\\*) )(?:ignore|disregard|forget|override|assistant|ai|llm|note to)\\b:?(?: \\S+){0,6} (?:and )?(?:state|say|output|print|respond|reply|answer|tell|claim|declare|instead)\\b`),
   {
     family: "indirect_instruction",
-    weight: 0.6,
-    pattern: afterFirst(DOCUMENT_START, new RegExp(ANSWER_INSTRUCTION, "gu")),
-    ...literalsOf(ANSWER_INSTRUCTION),
+    weight: 0.7,
+    pattern: afterFirst(DOCUMENT_START, new RegExp(ANSWER_TAMPERING, "gu")),
+    ...literalsOf(ANSWER_TAMPERING_NEEDS),
   },
+  { family: "indirect_instruction", weight: 0.4, pattern: afterFirst(DOCUMENT_START, new RegExp(ANSWER_INSTRUCTION, "gu")), ...literalsOf(ANSWER_INSTRUCTION) },
 
   // Tool abuse and data exfiltration ------------------------------------------------------------------
   rule("tool_exfiltration", 0.75, `\\b(?:forward|send|email|upload|post|exfiltrate|leak)\\b.{0,40}\\b(?:conversation|chat) (?:history|log|logs|transcript)\\b|\\b(?:forward|send) (?:the last \\d+|all|every)(?: \\w+){0,2} (?:messages|emails|e-mails|files)\\b.{0,60}@`),
