@@ -1,7 +1,7 @@
 import { WORD } from "./text-features.ts";
 
 /**
- * Cue words of nineteen languages mapped to six concepts, for the two rule families that must work
+ * Cue words of nineteen languages mapped to seven concepts, for the two rule families that must work
  * in languages the patterns of injection-rules.ts do not cover: an override is IGNORE next to
  * INSTRUCTION or PRIOR ("पिछले निर्देशों को अनदेखा करें", "忽略之前的指令", "Önceki talimatları yok
  * say"), a secret request is REVEAL next to PASSWORD or SECRET ("비밀번호를 알려주세요").
@@ -15,7 +15,7 @@ import { WORD } from "./text-features.ts";
  * `stem*` matches any word starting with the stem. Entries in scripts written without spaces
  * (Chinese, Japanese, Thai) are found anywhere inside a run of that script, the longest first.
  */
-export const CONCEPTS = ["IGNORE", "PRIOR", "INSTRUCTION", "SECRET", "PASSWORD", "REVEAL"] as const;
+export const CONCEPTS = ["IGNORE", "PRIOR", "INSTRUCTION", "SECRET", "PASSWORD", "REVEAL", "NOT"] as const;
 
 export type Concept = (typeof CONCEPTS)[number];
 
@@ -146,6 +146,29 @@ const LEXICON: Record<Concept, string[]> = {
     "告诉|透露|显示|展示|分享|泄露|公开|给我|打印|重复|输出",
     "教えて|見せて|表示|共有|公開|明かし|開示|繰り返|出力",
     "บอก|แสดง|เปิดเผย|แบ่งปัน|แชร์|พิมพ์|ทำซ้ำ",
+  ],
+  // Negators: "Do not reveal it", "Non rivelarlo", "不要向任何人透露" prohibit rather than ask (see
+  // addCueFamilies). Turkish negates inside the verb (paylaşma), which a word list cannot see.
+  NOT: [
+    "not|never|dont|don t|doesn t|cannot|can t|won t|mustn t|shouldn t|nor|nobody|no one",
+    "nicht|nie|niemals|keinesfalls|niemand*",
+    "ne|n|pas|jamais|personne",
+    "no|nunca|jamás|jamas|nadie",
+    "non|mai|nessuno",
+    "não|nao|nunca|jamais|ninguém|ninguem",
+    "niet|nooit|niemand",
+    "не|никогда|нельзя|никому|никто",
+    "मत|नहीं|न|कभी",
+    "না|কখনো|কখনোই",
+    "لا|لن|أبدا|ابدا",
+    "asla|sakın|hiçbir*|kimseye",
+    "đừng|không|chớ",
+    "huwag|wag|hindi",
+    "jangan|tidak|tak",
+    "마세요|말고|말아요|않|않고|않아요|않도록|절대",
+    "不要|别|勿|切勿|禁止|不得|从不|绝不|不能|不可",
+    "ないで|ません|禁止|決して|絶対に",
+    "อย่า|ไม่|ห้าม",
   ],
 };
 
