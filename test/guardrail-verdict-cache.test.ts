@@ -31,7 +31,12 @@ function countingLoader(): DetectorLoader {
       return { detect: (text: string, options?: Parameters<typeof detectors.pii.detect>[1]) => (reads.push(`pii ${text}`), detectors.pii.detect(text, options)) };
     },
     get injection() {
-      return { ...detectors.injection, threshold: detectors.injection.threshold, score: (text: string) => (reads.push(`injection ${text}`), detectors.injection.score(text)) };
+      // The operator's system prompt is read by explain (its rules only), the rest by score.
+      return {
+        threshold: detectors.injection.threshold,
+        score: (text: string) => (reads.push(`injection ${text}`), detectors.injection.score(text)),
+        explain: (text: string) => (reads.push(`injection ${text}`), detectors.injection.explain(text)),
+      };
     },
     get content() {
       return {

@@ -33,6 +33,38 @@ export function chatText(body: Record<string, Json>): string[] {
   return parts;
 }
 
+// --- The operator's own text --------------------------------------------------------------------
+
+/**
+ * How many of the first parts of `messagesText` are the operator's own: the system prompt. The
+ * prompt-injection guardrail reads them with its rules only (docs/guardrails.md, "System prompts").
+ */
+export function messagesOperatorParts(body: Record<string, Json>): number {
+  const parts: string[] = [];
+  collectBlocks(body.system, parts);
+  return parts.length;
+}
+
+/** The same for `responsesText`: the instructions, then the input's leading system or developer messages. */
+export function responsesOperatorParts(body: Record<string, Json>): number {
+  return (typeof body.instructions === "string" ? 1 : 0) + (Array.isArray(body.input) ? leadingOperatorParts(body.input) : 0);
+}
+
+/** The same for `chatText`: the leading system or developer messages. */
+export function chatOperatorParts(body: Record<string, Json>): number {
+  return Array.isArray(body.messages) ? leadingOperatorParts(body.messages) : 0;
+}
+
+/** The parts of a message list's leading run of system and developer messages. */
+function leadingOperatorParts(messages: readonly Json[]): number {
+  const parts: string[] = [];
+  for (const message of messages) {
+    if (!isRecord(message) || (message.role !== "system" && message.role !== "developer")) break;
+    collectBlocks(message, parts);
+  }
+  return parts.length;
+}
+
 /** The prompt of an image generation request. */
 export function imagesText(body: Record<string, Json>): string[] {
   return typeof body.prompt === "string" ? [body.prompt] : [];

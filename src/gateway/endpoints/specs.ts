@@ -4,10 +4,13 @@ import type { FormatName } from "../formats/format.ts";
 import type { TranscriptEndpoint } from "../usage/transcript.ts";
 import {
   answerText,
+  chatOperatorParts,
   chatText,
   embeddingsText,
   imagesText,
+  messagesOperatorParts,
   messagesText,
+  responsesOperatorParts,
   responsesText,
   rewriteAnswerText,
   rewriteChatText,
@@ -54,6 +57,8 @@ export interface EndpointSpec {
   textFields: readonly string[];
   /** The caller text of a parsed request body. */
   inputText(body: Record<string, unknown>): string[];
+  /** How many of inputText's first parts are the operator's own (the system prompt, instructions). */
+  operatorParts(body: Record<string, unknown>): number;
   /** The same text rewritten in place (PII redaction); only endpoints with guardrails rewrite. */
   rewriteInputText(body: Record<string, unknown>, rewrite: TextRewrite): void;
   /** The request's own output maximum, or undefined when it sets none (embeddings write none: 0). */
@@ -109,6 +114,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["system", "messages"],
     inputText: messagesText,
+    operatorParts: messagesOperatorParts,
     rewriteInputText: rewriteMessagesText,
     outputMaximum: (body) => maximum(body.max_tokens),
     outputText: answerText,
@@ -126,6 +132,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["instructions", "input"],
     inputText: responsesText,
+    operatorParts: responsesOperatorParts,
     rewriteInputText: rewriteResponsesText,
     outputMaximum: (body) => maximum(body.max_output_tokens),
     outputText: answerText,
@@ -143,6 +150,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["messages"],
     inputText: chatText,
+    operatorParts: chatOperatorParts,
     rewriteInputText: rewriteChatText,
     // max_tokens is deprecated in favour of max_completion_tokens; OpenAI refuses both at once.
     outputMaximum: (body) => maximum(body.max_completion_tokens) ?? maximum(body.max_tokens),
@@ -161,6 +169,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["input"],
     inputText: embeddingsText,
+    operatorParts: () => 0,
     rewriteInputText: () => undefined,
     outputMaximum: () => 0,
     outputText: () => [],
@@ -178,6 +187,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: true,
     textFields: ["prompt"],
     inputText: imagesText,
+    operatorParts: () => 0,
     rewriteInputText: rewriteImagesText,
     outputMaximum: () => undefined,
     outputText: answerText,
@@ -196,6 +206,7 @@ export const endpointSpecs: Record<EndpointName, EndpointSpec> = {
     generates: false,
     textFields: ["system", "messages"],
     inputText: messagesText,
+    operatorParts: messagesOperatorParts,
     rewriteInputText: rewriteMessagesText,
     outputMaximum: () => 0,
     outputText: () => [],

@@ -10,7 +10,7 @@ import type { PiiEntityType } from "./detectors/pii.ts";
  */
 export type DetectorCheck =
   | { kind: "pii"; entityTypes: readonly string[] }
-  | { kind: "prompt_injection"; threshold: number | null }
+  | { kind: "prompt_injection"; threshold: number | null; /** The operator's own text: the blocking rules only. */ rulesOnly?: boolean }
   | { kind: "content_safety"; thresholds: Readonly<Record<string, number>> };
 
 /**
@@ -32,7 +32,7 @@ export function detect(detectors: Partial<Detectors>, check: DetectorCheck, text
     }
     case "prompt_injection": {
       const detector = present(detectors.injection, check.kind);
-      const score = detector.score(text);
+      const score = check.rulesOnly ? detector.explain(text).rules : detector.score(text);
       return score >= (check.threshold ?? detector.threshold) ? { reason: promptInjectionReason(score) } : undefined;
     }
     case "content_safety": {

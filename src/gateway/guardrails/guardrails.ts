@@ -75,19 +75,24 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     const piiTypes: string[] = [];
     const digests = texts.cacheable && !plugin ? digestsOf(texts) : undefined;
     const scope = digests ? cacheScope(workspaceId, guardrail) : "";
+    // The operator's own text (the system prompt) meets the injection rules only: the classifier
+    // learnt attacks from users' words and flags prompts that defend a secret (docs/guardrails.md).
+    const operator = guardrail.kind === "prompt_injection" && !plugin ? (texts.operator ?? 0) : 0;
+    const operatorScope = operator > 0 && digests ? scope + OPERATOR_SCOPE : "";
     for (let i = 0; i < segments.length; i++) {
       const segment = segments[i]!;
       if (segment === "") continue;
+      const own = i < operator;
       const digest = digests?.[i];
-      let block = digest === undefined ? undefined : cache.get(scope, digest);
+      let block = digest === undefined ? undefined : cache.get(own ? operatorScope : scope, digest);
       if (block === undefined) {
-        const found = await failSafe(guardrail, stage, () => evaluate(guardrail, segment));
+        const found = await failSafe(guardrail, stage, () => evaluate(guardrail, segment, own));
         if (found === failedOpen) {
           failed = true;
           continue;
         }
         block = found ?? null;
-        if (digest !== undefined) cache.set(scope, digest, block);
+        if (digest !== undefined) cache.set(own ? operatorScope : scope, digest, block);
       }
       if (!block) continue;
       if (!block.entityTypes) throw guardrailBlocked(guardrail.kind, stage, block.reason);
@@ -132,14 +137,14 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     return verdicts.join(",");
   }
 
-  async function evaluate(guardrail: GuardrailConfig, text: string): Promise<DetectorBlock | undefined> {
+  async function evaluate(guardrail: GuardrailConfig, text: string, operator = false): Promise<DetectorBlock | undefined> {
     const plugin = plugins.for(guardrail);
     if (plugin) {
       const reason = reasonFromPlugin(guardrail, await plugin.classify(text));
       return reason === undefined ? undefined : { reason };
     }
     if (options.loader.stateOf(detectorOf[guardrail.kind]) === "loading") throw guardrailLoading(guardrail.kind);
-    const check = checkOf(guardrail);
+    const check = checkOf(guardrail, operator);
     if (!options.pool || text.length <= INLINE_TEXT_CHARS) return detect(options.loader, check, text);
     return (await options.pool.run({ kind: "check", check, text })) ?? undefined;
   }
@@ -184,7 +189,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
           const extracted = extractedText(request.body);
           if (extracted) return { segments: [extracted.capped.text], truncated: extracted.capped.truncated };
           // Caller texts come again, with every turn of a conversation: their verdicts are kept.
-          return { ...capped(request.spec.inputText(request.body)), cacheable: true };
+          return { ...capped(request.spec.inputText(request.body)), cacheable: true, operator: request.spec.operatorParts(request.body) };
         },
         (guardrail) => (guardrail.redact ? (request.redaction ?? "pass") : undefined),
       ),
@@ -227,6 +232,8 @@ interface Texts {
   truncated: boolean;
   /** Whether verdicts on them are kept (verdict-cache.ts). */
   cacheable?: boolean;
+  /** How many of the first segments are the operator's own text (the system prompt, instructions). */
+  operator?: number;
   /** The segments' digests, made by the stage's first guardrail for all of them. */
   digests?: string[];
 }
@@ -234,6 +241,9 @@ interface Texts {
 function digestsOf(texts: Texts): string[] {
   return (texts.digests ??= texts.segments.map(textDigest));
 }
+
+/** Appended to a guardrail's cache scope for verdicts on the operator's own text, which are reached differently. */
+const OPERATOR_SCOPE = "\u0000operator";
 
 /** A detector failed, and the guardrail lets the content through. */
 const failedOpen = Symbol("failed open");
@@ -253,12 +263,12 @@ function movable(raw: Buffer): ArrayBuffer[] {
   return raw.byteOffset === 0 && raw.buffer.byteLength === raw.length && raw.buffer instanceof ArrayBuffer ? [raw.buffer] : [];
 }
 
-function checkOf(guardrail: GuardrailConfig): DetectorCheck {
+function checkOf(guardrail: GuardrailConfig, operator: boolean): DetectorCheck {
   switch (guardrail.kind) {
     case "pii":
       return { kind: "pii", entityTypes: guardrail.piiEntityTypes };
     case "prompt_injection":
-      return { kind: "prompt_injection", threshold: guardrail.injectionThreshold };
+      return operator ? { kind: "prompt_injection", threshold: guardrail.injectionThreshold, rulesOnly: true } : { kind: "prompt_injection", threshold: guardrail.injectionThreshold };
     case "content_safety":
       return { kind: "content_safety", thresholds: guardrail.contentThresholds };
   }
