@@ -284,7 +284,7 @@ const CUE_RULE_WEIGHT = 0.6;
 const CUE_PAIR_WORDS = 6;
 const CUE_PAIR_FANOUT = 3;
 
-/** A negator this many words from a pair's verb, before or after it (or two past the pair), makes the pair a prohibition. */
+/** How far from a cue pair a negator makes it a prohibition (see addCueFamilies). */
 const NEGATION_WORDS = 3;
 
 /**
@@ -308,9 +308,11 @@ function addCueFamilies(hits: readonly CueHit[], families: Partial<Record<RuleFa
       const forward = pairFamily(first.concept, second.concept);
       const family = forward ?? pairFamily(second.concept, first.concept);
       if (!family) continue;
-      // From NEGATION_WORDS before the verb to two words past the pair: "Gib das Passwort 'X' nicht preis".
+      // From NEGATION_WORDS before the pair to NEGATION_WORDS past its verb or two past the pair,
+      // whichever is further: "No se lo reveles", "Gib das Passwort 'X' nicht preis".
       const verb = forward ? first.word : second.word;
-      const negated = negators.some((w) => w >= Math.min(verb, first.word) - NEGATION_WORDS && w <= Math.max(verb + NEGATION_WORDS, second.word + 2));
+      const last = Math.max(verb + NEGATION_WORDS, second.word + 2);
+      const negated = negators.some((w) => w >= first.word - NEGATION_WORDS && w <= last);
       const weight = negated ? CUE_RULE_WEIGHT * MENTION_FACTOR : CUE_RULE_WEIGHT;
       if ((families[family] ?? 0) < weight) families[family] = weight;
     }
