@@ -199,9 +199,12 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   // Fake role delimiters -----------------------------------------------------------------------------
   rule("delimiter_spoof", 0.9, `<\\|(?:im_start|im_end|system|endoftext|user|assistant|eot_id|start_header_id)\\|>|\\[/?inst\\]|<<\\/?sys>>|<\\/?(?:system|sys|user|nutzer|usuario|utilisateur|assistant)>`),
   // Two hashes stand for any number: `#{2,}` would rescan a long run of them from each one.
-  rule("delimiter_spoof", 0.85, `(?:^|\\n|## ?)(?:system|sistema|système|instruction|instructions)(?: message)? ?(?:##|:)`),
+  rule("delimiter_spoof", 0.85, `## ?(?:system|sistema|système|instruction|instructions)(?: message)? ?##`),
+  // Weak: "Instructions:" heads a line of many a prompt template ("Context: … Instructions: answer from it").
+  rule("delimiter_spoof", 0.4, `(?:^|\\n|## ?)(?:system|sistema|système|instruction|instructions)(?: message)? ?:`),
   rule("delimiter_spoof", 0.85, `\\bend of (?:user )?(?:input|prompt|conversation)\\b|\\bfin de la entrada\\b|\\bfin de l'entrée\\b|\\bende der (?:eingabe|benutzereingabe)\\b|\\bsystem (?:announcement|override|notice) begins\\b`),
-  rule("delimiter_spoof", 0.6, `(?:^|\\n|\\s)(?:human|user|assistant|ai|system): .{0,200}\\b(?:human|user|assistant|ai|system): `),
+  // Weak: a support transcript pasted to be summarized has the same turns ("User: … Assistant: …").
+  rule("delimiter_spoof", 0.4, `(?:^|\\n|\\s)(?:human|user|assistant|ai|system): .{0,200}\\b(?:human|user|assistant|ai|system): `),
 
   // Authority claims ---------------------------------------------------------------------------------
   rule("authority_claim", 0.75, `\\bi am (?:your|the|an?) (?:developer|creator|programmer|admin|administrator|owner|operator|maker)\\b.{0,80}\\b(?:authori[sz]|debug|maintenance|override|ignore|unlock|enable|disable)`),
