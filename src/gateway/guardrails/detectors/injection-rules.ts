@@ -181,7 +181,7 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("persona_jailbreak", 0.3, `\\bjailbreak\\b`),
   rule("persona_jailbreak", 0.9, `\\bdo anything now\\b|\\b(?:you are|you're|now|been) jailbroken\\b|\\bjailbreak mode\\b|\\bdan mode\\b|\\bdeveloper mode (?:enabled|activated|output|response)|\\bwith developer mode enabled\\b`),
   rule("persona_jailbreak", 0.85, `\\b(?:you are|you're|you will be|act as|pretend (?:to be|you are)|roleplay as|role-play as|immerse yourself into the role of|play the role of)\\b.{0,120}\\b(?:no|without any|without|free of all|free from all|not bound by any|not limited by|not confined by) (?:\\w+ )?(?:restrictions|filters|limits|limitations|rules|guidelines|policies|censorship|ethics|morals|boundaries|confines)\\b`),
-  rule("persona_jailbreak", 0.8, `\\b(?:(?:has |have )?broken free|free of all restrictions|never refuses?|never says? no|stay in character no matter|does not give a|unethical and|completely amoral|unfiltered and uncensored|uncensored (?:ai|outputs?|responses?)|without (?:any )?(?:moral|ethical) (?:guidelines|restrictions|principles))\\b`),
+  rule("persona_jailbreak", 0.8, `\\b(?:(?:has |have )?broken free|free of all restrictions|never (?:refuses?|declines?) (?:a |any |the )?(?:request|question|prompt|order|command)s?|stay in character no matter|does not give a|unethical and|completely amoral|unfiltered and uncensored|uncensored (?:ai|outputs?|responses?)|without (?:any )?(?:moral|ethical) (?:guidelines|restrictions|principles))\\b`),
   // Single words are weak: "discuss why an action is immoral", "an unfiltered list of rock songs".
   rule("persona_jailbreak", 0.3, `\\b(?:immoral|amoral|unfiltered|uncensored)\\b`),
   rule("persona_jailbreak", 0.7, `\\b(?:ignore|bypass|disable|turn off|remove|lift)s?(?: all| any| the| your)? (?:content (?:policy|policies|filters?)|safety (?:rules|filters?|guidelines|protocols)|ethical guidelines|openai(?:'s)? (?:policies|rules|content policy))\\b`),
@@ -255,7 +255,9 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
 
   // Task switch after praise or an interjection (deepset style; weak alone) ---------------------------
   rule("task_switch", 0.45, `^\\W*(?:wow|well done|very well done|very good|good job|great|excellent|simply great|okay|ok|congratulations|perfect|fantastic|sehr gut|sehr gut gemacht|gut gemacht|super|ausgezeichnet|einfach großartig|herzlichen glückwunsch|mann, du hast|man, you did)\\b[^?]{0,100}\\b(?:now|but now|next|nun|jetzt|aber jetzt)\\b.{0,60}\\b(?:task|tasks|assignment|write|help|aufgabe|aufgaben|schreib|schreibe|verfasse|hilf)`),
-  rule("task_switch", 0.55, `^\\W*(?:attention|achtung|stop|stopp|halt)\\W+(?:stop|stopp|write|say|ignore|schreibe?|sag)\\b|\\bstop[:!,-] (?:write|say|print|ignore)\\b|\\b(?:that is|that's|das ist) (?:enough|done|erledigt)\\b.{0,30}\\b(?:now|nun|jetzt)\\b`),
+  rule("task_switch", 0.55, `^\\W*(?:attention|achtung)\\W+(?:stop|stopp)\\b|^\\W*(?:stop|stopp|halt)\\W+(?:stop|stopp)\\b|\\bstop[:!,-] ignore\\b`),
+  // Weak: "Stop, write it shorter" and "That's done, now chapter 2" are how a chat goes on.
+  rule("task_switch", 0.4, `^\\W*(?:attention|achtung|stop|stopp|halt)\\W+(?:write|say|ignore|schreibe?|sag)\\b|\\bstop[:!,-] (?:write|say|print)\\b|\\b(?:that is|that's|das ist) (?:enough|done|erledigt)\\b.{0,30}\\b(?:now|nun|jetzt)\\b`),
   rule("task_switch", 0.4, `\\b(?:new|great new|another|weitere|neue|tolle neue) (?:task|challenge|assignment|aufgabe|herausforderung)\\b.{0,40}\\b(?:for you|für dich|follows?|folgt|folgen)\\b|\\bhello gpt\\b|\\bhallo gpt\\b`),
 
   // Role assignment (weak alone: ordinary requests say "act as a tutor") --------------------------------
@@ -267,9 +269,14 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("role_assignment", 0.35, `\\b(?:pretend|imagine) (?:that )?you (?:are|can|have)\\b|\\bstell dir vor,? du bist\\b|\\bfinge que\\b|\\bimagine que tu es\\b|\\bfais semblant d'être\\b`),
 
   // Output forcing (deepset style) ---------------------------------------------------------------------
-  rule("output_forcing", 0.55, `\\b(?:just|only|simply) (?:say|output|print|write|reply with|respond with|answer with)\\b.{0,10}["'«“]|\\b(?:do not|don'?t) (?:answer|look in|use) (?:this question|the (?:documents|articles|context)|the provided)\\b.{0,60}\\b(?:but|just|only|instead)\\b`),
+  // Weak: "Just say 'yes' or 'no'" is a terse answer asked for; deepset's attacks pair it with an override.
+  rule("output_forcing", 0.4, `\\b(?:just|only|simply) (?:say|output|print|write|reply with|respond with|answer with)\\b.{0,10}["'«“]`),
+  rule("output_forcing", 0.55, `\\b(?:do not|don'?t) (?:look in|use) (?:the (?:documents|articles|context)|the provided)\\b.{0,60}\\b(?:but|just|only|instead)\\b`),
+  rule("output_forcing", 0.4, `\\b(?:do not|don'?t) answer this question\\b.{0,60}\\b(?:but|just|only|instead)\\b`),
   rule("output_forcing", 0.55, `\\bdisregarding the (?:articles|documents|context|provided)\\b|\\banswer by your own knowledge and not by the (?:articles|documents)\\b|\\bignore (?:all )?(?:the )?(?:provided )?(?:context|documents|articles)\\b|\\buse also information in the prompt\\b`),
   rule("output_forcing", 0.6, `\\b(?:say|state|include|tell me|write|admit) that you (?:hate|love|despise)\\b|\\bhaha pwned\\b|\\bpwned\\b|\\bi love exploiting ai\\b|\\bich liebe es, ki-systeme auszunutzen\\b|\\b(?:or|oder) (?:you die|du stirbst)\\b`),
   rule("output_forcing", 0.35, `^\\W*state that\\b|\\bmake something up\\b|\\b(?:untrue|false|fake) headline\\b|\\bunwahre überschrift\\b|\\bdespite what you'?ve been told\\b`),
-  rule("output_forcing", 0.5, `\\binstead (?:output|print|say|write) (?:the )?(?:translation as )?["'«“]|\\b(?:reply|respond|answer) only with the word\\b|\\bconfirm by saying\\b|\\bsay (?:yes|that you hate)\\b|\\brepeat after me\\b`),
+  rule("output_forcing", 0.5, `\\binstead (?:output|print|say|write) (?:the )?(?:translation as )?["'«“]|\\bsay that you hate\\b`),
+  // Weak: "Reply only with the word OK", "Say yes if you understand", "Repeat after me" are ordinary.
+  rule("output_forcing", 0.4, `\\b(?:reply|respond|answer) only with the word\\b|\\bconfirm by saying\\b|\\bsay yes\\b|\\brepeat after me\\b`),
 ];
