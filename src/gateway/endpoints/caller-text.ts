@@ -37,7 +37,7 @@ export function chatText(body: Record<string, Json>): string[] {
 
 /**
  * How many of the first parts of `messagesText` are the operator's own: the system prompt. The
- * prompt-injection guardrail reads them with its rules only (docs/guardrails.md, "System prompts").
+ * prompt-injection guardrail reads them with its rules only (docs/guardrails.md, the input text).
  */
 export function messagesOperatorParts(body: Record<string, Json>): number {
   const parts: string[] = [];
