@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scoreContent } from "../src/gateway/guardrails/detectors/content-safety.ts";
 import { afterFirst, markdownImageTemplate, mixedWordCount, quotedSpans, shoutedRun } from "../src/gateway/guardrails/detectors/injection-scans.ts";
-import { ANSWER_INSTRUCTION, ANSWER_TAMPERING, DOCUMENT_MARKER } from "../src/gateway/guardrails/detectors/injection-rules.ts";
+import { ANSWER_TAMPERING, DOCUMENT_MARKER } from "../src/gateway/guardrails/detectors/injection-rules.ts";
 import { scoreInjection } from "../src/gateway/guardrails/detectors/injection.ts";
 import { nfkc } from "../src/gateway/guardrails/detectors/normalize.ts";
 import { base64Runs, normalizeSpacing } from "../src/gateway/guardrails/detectors/rule-text.ts";
@@ -116,12 +116,9 @@ describe("linear scanners find what the expressions they replace found", () => {
     expect(found).toBeGreaterThan(500);
   });
 
-  it.each([
-    ["an instruction", ANSWER_INSTRUCTION],
-    ["a tampering instruction", ANSWER_TAMPERING],
-  ])("%s after a document marker, as the lazy expression finds it", (_name, instruction) => {
-    const LAZY = new RegExp(`${DOCUMENT_MARKER}[^]*?(?:${instruction})`, "u");
-    const scan = afterFirst(new RegExp(DOCUMENT_MARKER, "u"), new RegExp(instruction, "gu"));
+  it("a tampering instruction after a document marker, as the lazy expression finds it", () => {
+    const LAZY = new RegExp(`${DOCUMENT_MARKER}[^]*?(?:${ANSWER_TAMPERING})`, "u");
+    const scan = afterFirst(new RegExp(DOCUMENT_MARKER, "u"), new RegExp(ANSWER_TAMPERING, "gu"));
     const gen = random(6);
     const alphabet = ["email:", "e-mail :", "this page", "page:", "this wikipedia article", " ", ". ", "\n", "translate ", "your reply", "reply in french", "reply in reverse", "in your answer, include", "can you ", "x", ":", "add a line to your response", " backwards", "encode "];
     let found = 0;

@@ -106,27 +106,19 @@ const FR_OBJ = "(?:instructions|règles|consignes|ordres|directives|tâches|rest
 const SECRET = "(?:password|passcode|pass ?phrase|secret (?:key|code|word|password)|access code|pin code)";
 /** What the assistant answers with: an instruction about it comes from whoever wrote the text. */
 const ANSWER = "(?:answer|response|reply|output|message|summary)";
-const ANSWER_VERBS =
-  "(?:replace|use|provide|convert|substitute|render|introduce|misspell|scramble|jumble|rearrange|remove|group|combine|include|modify|add|integrate|augment|enhance|encrypt|apply|shift|encode|reverse|write|invert|express|translate|suggest|mention|tease|hint|promote|insert|append|format|end|begin|start|sign|change|rewrite|alter|present|embed|spread|make)";
-const LANGUAGES =
-  "(?:english|spanish|french|german|italian|portuguese|dutch|russian|chinese|japanese|korean|arabic|hindi|turkish|polish|swedish|greek|latin|pig latin|klingon|morse(?: code)?)";
 /** A document the user hands over to be read: what follows it was written by someone else. */
 export const DOCUMENT_MARKER =
   "(?:\\b(?:e-?mail|document|article|web ?page|page|paper|resume|cv|review|post|report|transcript|table|passage|excerpt|letter|code|file) ?:|\\bthis (?:e-?mail|document|(?:wikipedia |news )?article|web ?page|page|paper|resume|cv|review|post|report|transcript|table|passage|excerpt|letter|code|file)\\b)";
 /** Where a document handed over to be read begins; an attack after it is embedded, not mentioned. */
 export const DOCUMENT_START = new RegExp(DOCUMENT_MARKER, "u");
 /**
- * A sentence inside such a document that tells the assistant how to answer ("Translate your
- * response into Spanish.", "In your reply, suggest …"): BIPIA's attacks. Sentences start after
- * `. ` or a line break (the text is spacing-normalized), and the bounded span keeps it linear.
- * Weak on its own: a retrieval prompt puts the same sentence after its document ("Document: …
- * Include sources in your answer."), so only the tampering kind below blocks.
- */
-export const ANSWER_INSTRUCTION = `(?:^|[.!?:;] |\\n)(?:can you |could you |please |also |and )?${ANSWER_VERBS}\\b[^.!?\\n]{0,80}?\\byour ${ANSWER}(?:'s)?\\b|\\bin your (?:answer|response|reply) ?,? ?(?:include|suggest|mention|tease|add|hint|promote|use|write|say)\\b|(?:^|[.!?:;] |\\n)(?:can you |please )?(?:reply|respond|answer|write) (?:only )?(?:in|using|with) (?:reverse|base ?\\d+|emojis?|${LANGUAGES})\\b`;
-/**
- * The kind no application asks for: a sentence that speaks of the assistant's answer and garbles
- * it (a cipher, an encoding, reversed, misspelt, letters swapped or grouped) or slips a falsehood
- * into it. Both look-aheads are bounded, so each sentence start costs a constant.
+ * A sentence inside such a document that speaks of the assistant's answer and garbles it (a
+ * cipher, an encoding, reversed, misspelt, letters swapped or grouped) or slips a falsehood into
+ * it: BIPIA's attacks of the kind no application asks for. The polite kind ("Translate your
+ * response into Spanish.") is not read at all: a retrieval prompt puts "Include sources in your
+ * answer." in the same place, and as a classifier feature it flagged half of ten such prompts.
+ * Sentences start after `. ` or a line break (the text is spacing-normalized); both look-aheads
+ * are bounded, so each sentence start costs a constant.
  */
 const TAMPERING = "(?:encrypt|encod|cipher|caesar|base ?\\d\\d|revers|backward|invert|misspell|typos|anagram|scrambl|jumbl|rearrange|substitut|alphanumeric|homophonic|symbols|spaces|group (?:the )?letters|vowels|(?:each|every) (?:\\w+ )?letter|leet|pig latin|morse|emojis? only|with emojis?)";
 // Not links: "include a link to our help centre in your reply" is an ordinary support prompt.
@@ -227,7 +219,6 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
     pattern: afterFirst(DOCUMENT_START, new RegExp(ANSWER_TAMPERING, "gu")),
     ...literalsOf(ANSWER_TAMPERING_NEEDS),
   },
-  { family: "indirect_instruction", weight: 0.4, pattern: afterFirst(DOCUMENT_START, new RegExp(ANSWER_INSTRUCTION, "gu")), ...literalsOf(ANSWER_INSTRUCTION) },
 
   // Tool abuse and data exfiltration ------------------------------------------------------------------
   rule("tool_exfiltration", 0.75, `\\b(?:forward|send|email|upload|post|exfiltrate|leak)\\b.{0,40}\\b(?:conversation|chat) (?:history|log|logs|transcript)\\b|\\b(?:forward|send) (?:the last \\d+|all|every)(?: \\w+){0,2} (?:messages|emails|e-mails|files)\\b.{0,60}@`),
