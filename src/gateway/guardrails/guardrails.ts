@@ -78,7 +78,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     // The operator's own text (the system prompt) meets the injection rules only: the classifier
     // learnt attacks from users' words and flags prompts that defend a secret (docs/guardrails.md).
     const operator = guardrail.kind === "prompt_injection" && !plugin ? (texts.operator ?? 0) : 0;
-    const operatorScope = operator > 0 && digests ? scope + OPERATOR_SCOPE : "";
+    const operatorScope = operator > 0 && digests ? cacheScope(workspaceId, guardrail, true) : "";
     for (let i = 0; i < segments.length; i++) {
       const segment = segments[i]!;
       if (segment === "") continue;
@@ -242,9 +242,6 @@ function digestsOf(texts: Texts): string[] {
   return (texts.digests ??= texts.segments.map(textDigest));
 }
 
-/** Appended to a guardrail's cache scope for verdicts on the operator's own text, which are reached differently. */
-const OPERATOR_SCOPE = "\u0000operator";
-
 /** A detector failed, and the guardrail lets the content through. */
 const failedOpen = Symbol("failed open");
 
@@ -268,7 +265,7 @@ function checkOf(guardrail: GuardrailConfig, operator: boolean): DetectorCheck {
     case "pii":
       return { kind: "pii", entityTypes: guardrail.piiEntityTypes };
     case "prompt_injection":
-      return operator ? { kind: "prompt_injection", threshold: guardrail.injectionThreshold, rulesOnly: true } : { kind: "prompt_injection", threshold: guardrail.injectionThreshold };
+      return { kind: "prompt_injection", threshold: guardrail.injectionThreshold, rulesOnly: operator };
     case "content_safety":
       return { kind: "content_safety", thresholds: guardrail.contentThresholds };
   }

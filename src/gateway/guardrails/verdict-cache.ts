@@ -116,21 +116,26 @@ export function textDigest(text: string): string {
   return hash("sha256", text, "base64");
 }
 
-/** The scope of a guardrail's verdicts: its workspace and what decides a built-in detector's verdict besides the text. */
-export function cacheScope(workspaceId: string, guardrail: GuardrailConfig): string {
+/**
+ * The scope of a guardrail's verdicts: its workspace, what decides a built-in detector's verdict
+ * besides the text, and whether the text is the operator's own (the system prompt, which prompt
+ * injection reads with its rules only: the same text from a user may get another verdict).
+ */
+export function cacheScope(workspaceId: string, guardrail: GuardrailConfig, operator = false): string {
   let scope = scopes.get(guardrail);
   if (scope?.workspaceId !== workspaceId) {
-    scope = { workspaceId, text: `${workspaceId}\u0000${settingsText(guardrail)}` };
+    const text = `${workspaceId}\u0000${settingsText(guardrail)}`;
+    scope = { workspaceId, text, operatorText: `${text}\u0000operator` };
     scopes.set(guardrail, scope);
   }
-  return scope.text;
+  return operator ? scope.operatorText : scope.text;
 }
 
 /**
  * Made once per guardrail of a snapshot (a guardrail belongs to one workspace's snapshot): the
  * content-safety thresholds' text is not cheap, and the same string each time is hashed once.
  */
-const scopes = new WeakMap<GuardrailConfig, { workspaceId: string; text: string }>();
+const scopes = new WeakMap<GuardrailConfig, { workspaceId: string; text: string; operatorText: string }>();
 
 function settingsText(guardrail: GuardrailConfig): string {
   switch (guardrail.kind) {
