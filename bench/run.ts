@@ -1,5 +1,5 @@
 /**
- * Ten sections, in one run (see docs/performance.md):
+ * Eleven sections, in one run (see docs/performance.md):
  *
  * 1. REST /v1 (the facade) against a direct Connect call, for the same operations. Warden runs in
  *    this process over a database of its own.
@@ -25,18 +25,22 @@
  * 10. The gateway with every check on (guardrails, usage limits in PostgreSQL and in Redis, both),
  *    side by side with the bare proxy and direct calls, short and 20-turn prompts, plain and
  *    streamed (bench/gateway/checks.ts; BENCH_ONLY=gateway-checks).
+ * 11. The tail at 1,000 requests/s with everything on: the gateway with V8's helper pool sized to
+ *    its cores (as `npm run gateway` starts it) and with Node's default, beside the bare proxy
+ *    (bench/gateway/tails.ts; BENCH_ONLY=gateway-tails).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench
  *
  * The report (Markdown) goes to stdout, progress to stderr. BENCH_SCALE (default 1) scales the
  * number of requests (and the evaluation section's large window); BENCH_ONLY=rest, gateway, gateway-costs,
  * ingest, gateway-traffic, evaluation, gateway-translation, gateway-observability,
- * gateway-guardrail-stages or gateway-checks runs one section.
+ * gateway-guardrail-stages, gateway-checks or gateway-tails runs one section.
  */
 import { TaskType } from "../gen/warden/projects/v1/projects_pb.js";
 import { listResponseCodecCost, responseSizes, type CodecCost, type ResponseSizes } from "./codec-cost.ts";
 import { connectClient, restClient, type ConnectClient, type RestClient } from "./clients.ts";
 import { runGatewayChecksBench } from "./gateway/checks.ts";
+import { runGatewayTailsBench } from "./gateway/tails.ts";
 import { runGatewayCostsBench } from "./gateway/costs.ts";
 import { runGatewayObservabilityBench } from "./gateway/observability.ts";
 import { runGuardrailStagesBench } from "./gateway/guardrail-stages.ts";
@@ -53,7 +57,7 @@ const scale = Number(process.env.BENCH_SCALE ?? "1");
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, got "${process.env.BENCH_SCALE}"`);
 const count = (n: number): number => Math.max(1, Math.round(n * scale));
 const only = process.env.BENCH_ONLY ?? "";
-const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic", "evaluation", "gateway-translation", "gateway-observability", "gateway-guardrail-stages", "gateway-checks"];
+const sections = ["rest", "gateway", "gateway-costs", "ingest", "gateway-traffic", "evaluation", "gateway-translation", "gateway-observability", "gateway-guardrail-stages", "gateway-checks", "gateway-tails"];
 if (only !== "" && !sections.includes(only)) throw new Error(`BENCH_ONLY must be one of ${sections.map((s) => `"${s}"`).join(", ")}, got "${only}"`);
 
 const seedProjects = 100;
@@ -247,6 +251,7 @@ async function main(): Promise<void> {
   if (runs("gateway-observability")) report(await runGatewayObservabilityBench({ scale, log }));
   if (runs("gateway-guardrail-stages")) report(await runGuardrailStagesBench({ scale, log }));
   if (runs("gateway-checks")) report(await runGatewayChecksBench({ scale, log }));
+  if (runs("gateway-tails")) report(await runGatewayTailsBench({ scale, log }));
 }
 
 await main();

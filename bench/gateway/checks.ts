@@ -26,13 +26,12 @@
  */
 import { Pool } from "undici";
 import { latencyStats, type LatencyStats } from "../measure.ts";
-import { machine } from "../report.ts";
 import { here, sourceRevision, waitUntilReady, waitUntilServed, withHarness } from "./harness.ts";
 import { callOnce, closedLoop, openLoop, rotation, shares, statusOf, streamOnce, type Target } from "./load.ts";
 import { byteLength, completeAnswer, conversationBody, piiModel, requestBody, streamAnswer, variedModel } from "./payloads.ts";
 import { cpuSecondsOf, procAvailable } from "./processes.ts";
 import { benchRedis, benchRedisUrl } from "./redis.ts";
-import { ms, signed, verdict } from "./report.ts";
+import { describeMachine, ms, signed, verdict } from "./report.ts";
 import type { GatewayBenchOptions } from "./run.ts";
 import { addLimitedKey, configureGateway, expectStatus, gatewayCapacity, providerApiKey } from "./setup.ts";
 
@@ -343,9 +342,4 @@ function checksMarkdown(r: Results): string {
   }
   lines.push("");
   return lines.join("\n");
-}
-
-function describeMachine(): string {
-  const m = machine();
-  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB, ${m.platform}, Node ${m.node}`;
 }

@@ -19,11 +19,11 @@
  */
 import { Pool } from "undici";
 import { latencyStats } from "../measure.ts";
-import { machine } from "../report.ts";
 import { sourceRevision, waitUntilReady, waitUntilServed, withHarness } from "./harness.ts";
 import { callOnce, closedLoop, rotation, shares, statusOf, timed, type Target } from "./load.ts";
 import { benchModel, byteLength, completeAnswer, conversationBody, piiModel, proseModel, requestBody, streamAnswer } from "./payloads.ts";
 import { cpuSecondsOf, procAvailable } from "./processes.ts";
+import { describeMachine } from "./report.ts";
 import { prose } from "./prose.ts";
 import type { GatewayBenchOptions } from "./run.ts";
 import { configureGateway, expectStatus } from "./setup.ts";
@@ -180,9 +180,4 @@ export async function runGuardrailStagesBench(options: GatewayBenchOptions): Pro
       "",
     ].join("\n");
   });
-}
-
-function describeMachine(): string {
-  const m = machine();
-  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB, ${m.platform}, Node ${m.node}`;
 }

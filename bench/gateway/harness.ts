@@ -42,9 +42,10 @@ export interface Harness {
   /**
    * `node src/main.ts gateway`, as `npm run gateway` runs it (with the GC hook preloaded), on the
    * core under test; `env` adds to or overrides its settings (REDIS_URL, …). It answers once it
-   * has loaded its snapshot: see `waitUntilServed` and `waitUntilReady`.
+   * has loaded its snapshot: see `waitUntilServed` and `waitUntilReady`. `flags` replaces
+   * `nodeFlags` for this gateway.
    */
-  startGateway(name: string, env?: Record<string, string>): Promise<{ child: BenchChild; url: string }>;
+  startGateway(name: string, env?: Record<string, string>, flags?: string[]): Promise<{ child: BenchChild; url: string }>;
   /** Pins this process (the load generator) to its core, until cleanup. */
   pinGenerator(): void;
   /** CPU seconds used so far by every process on the machine but the bench's own (PostgreSQL, Redis, other work). */
@@ -108,7 +109,7 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
       return child;
     };
     const guarded = <T>(work: Promise<T>): Promise<T> => Promise.race([work, ...children.map((c) => c.died)]);
-    const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "--max-semi-space-size=4").split(/\s+/).filter(Boolean);
+    const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "--max-semi-space-size=4 --v8-pool-size=0").split(/\s+/).filter(Boolean);
     const logLevel = process.env.BENCH_GATEWAY_LOG_LEVEL || "info";
 
     const load: Harness["load"] = [];
@@ -130,11 +131,11 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
         const child = start("fake provider", ["--expose-gc", here("fake-provider.ts")], cores?.generator, process.env);
         return { child, url: `http://127.0.0.1:${(await guarded(child.next("ready"))).port}` };
       },
-      async startGateway(name, env = {}) {
+      async startGateway(name, env = {}, flags = nodeFlags) {
         const port = await freePort();
         const child = start(
           name,
-          ["--expose-gc", ...nodeFlags, "--import", pathToFileURL(here("gc-hook.ts")).href, path.join(root, "src", "main.ts"), "gateway"],
+          ["--expose-gc", ...flags, "--import", pathToFileURL(here("gc-hook.ts")).href, path.join(root, "src", "main.ts"), "gateway"],
           cores?.middle,
           {
             ...process.env,

@@ -3,7 +3,7 @@
  * "gc": a full collection, twice; "last-resort" also gives back to the OS what V8 keeps for
  * reuse (its pool of free heap pages), as V8 does before it would run out of memory.
  */
-export type ToChild = { type: "gc"; flavor: "regular" | "last-resort" } | { type: "release" };
+export type ToChild = { type: "gc"; flavor: "regular" | "last-resort" } | { type: "release" } | { type: "gc-count" };
 /** V8's view of a process's memory, in bytes (process.memoryUsage()). */
 export interface HeapFigures {
   heapUsed: number;
@@ -15,15 +15,17 @@ export interface HeapFigures {
 export type FromChild =
   | { type: "ready"; port: number }
   | ({ type: "gc-done" } & HeapFigures)
-  | { type: "released"; count: number };
+  | { type: "released"; count: number }
+  /** Full collections (mark-compact) since the first "gc-count", and their pauses in all, ms. */
+  | { type: "gc-counted"; fullCollections: number; pauseMs: number };
 
 export function isToChild(value: unknown): value is ToChild {
-  return typeof value === "object" && value !== null && "type" in value && (value.type === "gc" || value.type === "release");
+  return typeof value === "object" && value !== null && "type" in value && (value.type === "gc" || value.type === "release" || value.type === "gc-count");
 }
 
 export function isFromChild(value: unknown): value is FromChild {
   if (typeof value !== "object" || value === null || !("type" in value)) return false;
-  return value.type === "ready" || value.type === "gc-done" || value.type === "released";
+  return value.type === "ready" || value.type === "gc-done" || value.type === "released" || value.type === "gc-counted";
 }
 
 export function tell(message: FromChild): void {

@@ -1,5 +1,5 @@
 import type { LatencyStats } from "../measure.ts";
-import type { Machine } from "../report.ts";
+import { machine, type Machine } from "../report.ts";
 import type { HeapFigures } from "./ipc.ts";
 
 export type VariantName = "direct" | "bare proxy" | "gateway";
@@ -100,6 +100,12 @@ export const us = (seconds: number, calls: number): string => (calls > 0 ? Math.
 export const pct = (x: number): string => `${Math.round(x * 100)}%`;
 export const signed = (x: number): string => `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(2)}`;
 export const verdict = (met: boolean): string => (met ? "**met**" : "**missed**");
+
+/** The machine in one line, for a section's header. */
+export function describeMachine(): string {
+  const m = machine();
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB, ${m.platform}, Node ${m.node}`;
+}
 
 /** What every gateway section reports about its run, before its figures. */
 export interface RunSetup {
