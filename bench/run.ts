@@ -26,7 +26,8 @@
  *    side by side with the bare proxy and direct calls, short and 20-turn prompts, plain and
  *    streamed (bench/gateway/checks.ts; BENCH_ONLY=gateway-checks).
  * 11. The tail at 1,000 requests/s with everything on: the gateway with V8's helper pool sized to
- *    its cores (as `npm run gateway` starts it) and with Node's default, beside the bare proxy
+ *    its cores (as `npm run gateway` starts it) and with Node's default, beside the bare proxy;
+ *    then what the bare proxy and the gateway allocate per call, and where
  *    (bench/gateway/tails.ts; BENCH_ONLY=gateway-tails).
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench

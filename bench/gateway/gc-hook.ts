@@ -5,15 +5,58 @@
  * `--import`, in front of an unchanged `src/main.ts gateway`; the bench's own children import it.
  *
  * On {type: "gc-count"} it answers how many full collections the process has run since the first
- * such request (which starts the count, so that other sections pay nothing for it).
+ * such request (which starts the count, so that other sections pay nothing for it). Between
+ * {type: "allocations-start"} and {type: "allocations-stop"} V8's sampling heap profiler records
+ * every allocation, collected since or not: the answer has their bytes and where they were made.
  */
+import { Session } from "node:inspector/promises";
 import { constants, PerformanceObserver, type PerformanceEntry } from "node:perf_hooks";
-import { isToChild, tell } from "./ipc.ts";
+import { isToChild, tell, type AllocationSite } from "./ipc.ts";
 
 let full: { collections: number; pauseMs: number } | undefined;
+let sampler: Session | undefined;
+
+/** A node of V8's sampled allocation profile (HeapProfiler.SamplingHeapProfileNode). */
+interface ProfileNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: ProfileNode[];
+}
+
+async function startSampling(): Promise<void> {
+  sampler ??= new Session();
+  sampler.connect();
+  await sampler.post("HeapProfiler.enable");
+  // One sample per 4 KiB on average; the profile scales the samples to estimated bytes.
+  await sampler.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  tell({ type: "allocations-started" });
+}
+
+async function stopSampling(): Promise<void> {
+  if (!sampler) throw new Error("gc-hook: allocations-stop before allocations-start");
+  const { profile } = (await sampler.post("HeapProfiler.stopSampling")) as { profile: { head: ProfileNode } };
+  sampler.disconnect();
+  sampler = undefined;
+  const bySite = new Map<string, number>();
+  let bytes = 0;
+  const visit = (node: ProfileNode): void => {
+    if (node.selfSize > 0) {
+      const { functionName, url, lineNumber } = node.callFrame;
+      const site = `${functionName || "(anonymous)"} ${url.replace(/^.*\/(src|node_modules)\//, "$1/")}:${lineNumber + 1}`;
+      bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+      bytes += node.selfSize;
+    }
+    for (const child of node.children) visit(child);
+  };
+  visit(profile.head);
+  const sites: AllocationSite[] = [...bySite].map(([site, b]) => ({ site, bytes: b })).sort((a, b) => b.bytes - a.bytes);
+  tell({ type: "allocations", bytes, sites: sites.slice(0, 15) });
+}
 
 process.on("message", (message: unknown) => {
   if (!isToChild(message)) return;
+  if (message.type === "allocations-start") return void startSampling();
+  if (message.type === "allocations-stop") return void stopSampling();
   if (message.type === "gc-count") {
     if (!full) {
       const counted = { collections: 0, pauseMs: 0 };

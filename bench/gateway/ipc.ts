@@ -2,8 +2,22 @@
 /**
  * "gc": a full collection, twice; "last-resort" also gives back to the OS what V8 keeps for
  * reuse (its pool of free heap pages), as V8 does before it would run out of memory.
+ * "gc-count": the full collections so far (gc-hook.ts). "allocations-start" and "-stop": V8's
+ * allocation sampler over the time between them (gc-hook.ts).
  */
-export type ToChild = { type: "gc"; flavor: "regular" | "last-resort" } | { type: "release" } | { type: "gc-count" };
+export type ToChild =
+  | { type: "gc"; flavor: "regular" | "last-resort" }
+  | { type: "release" }
+  | { type: "gc-count" }
+  | { type: "allocations-start" }
+  | { type: "allocations-stop" };
+
+/** Bytes allocated at one place in the code (a function, by file and line), as V8's sampler estimates them. */
+export interface AllocationSite {
+  site: string;
+  bytes: number;
+}
+
 /** V8's view of a process's memory, in bytes (process.memoryUsage()). */
 export interface HeapFigures {
   heapUsed: number;
@@ -17,15 +31,18 @@ export type FromChild =
   | ({ type: "gc-done" } & HeapFigures)
   | { type: "released"; count: number }
   /** Full collections (mark-compact) since the first "gc-count", and their pauses in all, ms. */
-  | { type: "gc-counted"; fullCollections: number; pauseMs: number };
+  | { type: "gc-counted"; fullCollections: number; pauseMs: number }
+  | { type: "allocations-started" }
+  /** Everything allocated between start and stop, collected since or not, and where, the most first. */
+  | { type: "allocations"; bytes: number; sites: AllocationSite[] };
 
 export function isToChild(value: unknown): value is ToChild {
-  return typeof value === "object" && value !== null && "type" in value && (value.type === "gc" || value.type === "release" || value.type === "gc-count");
+  return typeof value === "object" && value !== null && "type" in value && ["gc", "release", "gc-count", "allocations-start", "allocations-stop"].includes(String(value.type));
 }
 
 export function isFromChild(value: unknown): value is FromChild {
   if (typeof value !== "object" || value === null || !("type" in value)) return false;
-  return value.type === "ready" || value.type === "gc-done" || value.type === "released" || value.type === "gc-counted";
+  return ["ready", "gc-done", "released", "gc-counted", "allocations-started", "allocations"].includes(String(value.type));
 }
 
 export function tell(message: FromChild): void {

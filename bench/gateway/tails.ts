@@ -11,7 +11,9 @@
  *
  * Each gets the short prompt, non-streamed, at 1,000 requests/s (open loop) in rounds that rotate
  * the order. The report has the percentiles up to p99.9, the calls over 20 ms, the gateway's CPU
- * per call and its full collections (counted by gc-hook.ts). A full collection's concurrent
+ * per call and its full collections (counted by gc-hook.ts). Then, in a window of its own, what
+ * the bare proxy and the gateway allocate per call, and where (V8's sampler, through gc-hook.ts):
+ * the young generation's collections, and what they promote, follow from it. A full collection's concurrent
  * marking runs on the helper threads; pinned to one core, four of them take the core from the
  * event loop while they mark, and the requests that arrive meanwhile wait.
  */
@@ -20,6 +22,7 @@ import { latencyStats } from "../measure.ts";
 import { here, sourceRevision, waitUntilReady, waitUntilServed, withHarness } from "./harness.ts";
 import { callOnce, closedLoop, openLoop, rotation, shares, type Target } from "./load.ts";
 import { completeAnswer, requestBody, variedModel } from "./payloads.ts";
+import type { AllocationSite } from "./ipc.ts";
 import { cpuSecondsOf, procAvailable, type BenchChild } from "./processes.ts";
 import { describeMachine, ms, signed, verdict } from "./report.ts";
 import type { GatewayBenchOptions } from "./run.ts";
@@ -38,6 +41,8 @@ interface Variant {
   pool: Pool;
   target: Target;
   latencies: number[];
+  /** What the process allocated over the sampled window's calls, and where. */
+  allocation?: { calls: number; bytes: number; sites: AllocationSite[] };
   cpuSeconds: number;
   fullCollections: number;
   pauseMs: number;
@@ -47,7 +52,7 @@ export async function runGatewayTailsBench(options: GatewayBenchOptions): Promis
   if (!procAvailable()) throw new Error("the gateway tails bench reads CPU time from /proc: it runs on Linux only");
   const { log } = options;
   const count = (n: number): number => Math.max(1, Math.round(n * options.scale));
-  const plan = { rate: 1000, rounds: 4, calls: count(20_000), warmup: count(4000), tokenLimit: 1_000_000_000_000 };
+  const plan = { rate: 1000, rounds: 4, calls: count(20_000), warmup: count(4000), sampled: count(3000), tokenLimit: 1_000_000_000_000 };
   const started = performance.now();
   const date = new Date();
 
@@ -127,6 +132,18 @@ export async function runGatewayTailsBench(options: GatewayBenchOptions): Promis
       }
     });
 
+    log(`gateway tails: allocation, ${plan.sampled} calls at ${plan.rate}/s through the bare proxy and the gateway, sampled`);
+    await h.phase("allocation", async () => {
+      for (const v of variants.slice(0, 2)) {
+        const batch = bodies(plan.sampled);
+        let next = 0;
+        await h.guarded(v.child.ask({ type: "allocations-start" }, "allocations-started"));
+        await h.guarded(openLoop(plan.rate, batch.length, () => callOnce(v.pool, v.target, batch[next++]!, answerBytes)));
+        const sampled = await h.guarded(v.child.ask({ type: "allocations-stop" }, "allocations"));
+        v.allocation = { calls: batch.length, bytes: sampled.bytes, sites: sampled.sites };
+      }
+    });
+
     const minutes = ((performance.now() - started) / 60_000).toFixed(1);
     return tailsMarkdown(variants, [
       `Date: ${date.toISOString()}; machine: ${describeMachine()}; source: ${sourceRevision()}; ${minutes} min; ` +
@@ -153,6 +170,20 @@ function tailsMarkdown(variants: Variant[], header: string[]): string {
     const cpu = Math.round((v.cpuSeconds / v.latencies.length) * 1e6);
     lines.push(
       `| ${v.name} | \`${v.flags}\` | ${s.count} | ${ms(s.p50)} | ${ms(s.p90)} | ${ms(s.p99)} | ${ms(p999)} | ${ms(sorted.at(-1)!)} | ${slow} | ${added} | ${cpu} | ${v.fullCollections} | ${v.pauseMs.toFixed(0)} |`,
+    );
+  }
+  for (const v of variants) {
+    if (!v.allocation) continue;
+    const { calls, bytes, sites } = v.allocation;
+    lines.push(
+      "",
+      `### Allocation per call: ${v.name}`,
+      "",
+      `${(bytes / calls / 1000).toFixed(1)} KB per call over ${calls} calls of the short prompt at 1,000 requests/s (V8's sampling heap profiler: everything allocated, collected since or not). Where, the most first:`,
+      "",
+      "| where | bytes per call |",
+      "|---|--:|",
+      ...sites.slice(0, 12).map((site) => `| \`${site.site}\` | ${Math.round(site.bytes / calls)} |`),
     );
   }
   lines.push("");

@@ -1,3 +1,5 @@
+import { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { ConnectNodeAdapterOptions } from "@connectrpc/connect-node";
 
@@ -22,16 +24,74 @@ export function respondJson(res: NodeServerResponse, status: number, body: JsonV
 export class BodyTooLarge extends Error {}
 
 /** The whole body, or BodyTooLarge as soon as it is known to pass `maxBytes`. */
-export async function readBody(req: AsyncIterable<Buffer> & { headers: Record<string, string | string[] | undefined> }, maxBytes: number): Promise<Buffer> {
-  if (Number(req.headers["content-length"] ?? 0) > maxBytes) throw new BodyTooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += chunk.length;
-    if (size > maxBytes) throw new BodyTooLarge();
-    chunks.push(chunk);
+export function readBody(req: Readable & { headers: Record<string, string | string[] | undefined> }, maxBytes: number): Promise<Buffer> {
+  if (Number(req.headers["content-length"] ?? 0) > maxBytes) return Promise.reject(new BodyTooLarge());
+  return readAll(req, maxBytes);
+}
+
+/**
+ * A stream's whole content, or BodyTooLarge (and the stream destroyed, as an abandoned `for await`
+ * does) as soon as it passes `maxBytes`. It listens to the stream's events rather than iterating
+ * it: `for await` over a stream allocates an async iterator, its end-of-stream tracking and
+ * promises per chunk, several KB a gateway call, and the young generation's collections are the
+ * gateway's tail (docs/performance.md, "Allocation per call").
+ */
+export function readAll(stream: Readable, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  if (stream.destroyed) return Promise.reject(stream.errored ?? prematureClose());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      stream.off("data", onData);
+      stream.off("end", onEnd);
+      stream.off("error", onError);
+      stream.off("close", onClose);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        stop();
+        abandon(stream);
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error): void => {
+      stop();
+      reject(err);
+    };
+    // Closed before its end, with no error: what `for await` reports as a premature close.
+    const onClose = (): void => {
+      stop();
+      reject(stream.errored ?? prematureClose());
+    };
+    stream.on("data", onData);
+    stream.on("end", onEnd);
+    stream.on("error", onError);
+    stream.on("close", onClose);
+  });
+}
+
+/**
+ * Destroys a stream read no further, as an abandoned `for await` does (Node's stream destroyer): a
+ * server's HTTP/1 request first lets go of its socket, so that the answer (a 413) can still be
+ * written on it; destroyed with it, the connection would be cut before any answer.
+ */
+function abandon(stream: Readable): void {
+  // A client's response holds the request it answers (`req`); a server's request holds none.
+  if (stream instanceof IncomingMessage && (stream as { req?: unknown }).req === undefined) {
+    (stream as { socket: unknown }).socket = null;
   }
-  return Buffer.concat(chunks, size);
+  stream.destroy();
+}
+
+function prematureClose(): Error {
+  return Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" });
 }
 
 /** The token of an `Authorization: Bearer <token>` header. */

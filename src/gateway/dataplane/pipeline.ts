@@ -419,7 +419,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
           }
           return;
         }
-        let output = await collect(response.body);
+        let output = await response.bytes();
         // The provider is done: its slot is not held through the output checks.
         release();
         // Generated, so counted, even if the output guardrail blocks it next. Settling runs while
@@ -777,12 +777,6 @@ async function firstEventRead(body: AsyncIterable<Buffer>): Promise<AsyncIterabl
     yield first.value;
     yield* { [Symbol.asyncIterator]: () => iterator };
   })();
-}
-
-async function collect(body: AsyncIterable<Buffer>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk);
-  return Buffer.concat(chunks);
 }
 
 /**

@@ -37,9 +37,9 @@ export function detect(detectors: Partial<Detectors>, check: DetectorCheck, text
     }
     case "content_safety": {
       const detector = present(detectors.content, check.kind);
-      const thresholds = { ...detector.thresholds, ...check.thresholds } as Record<ContentCategory, number>;
-      const [worst] = detector.flagged(text, thresholds);
-      return worst ? { reason: toxicContentReason(worst.category, worst.score, thresholds[worst.category]) } : undefined;
+      const overrides = check.thresholds as Partial<Record<ContentCategory, number>>;
+      const [worst] = detector.flagged(text, overrides);
+      return worst ? { reason: toxicContentReason(worst.category, worst.score, overrides[worst.category] ?? detector.thresholds[worst.category]) } : undefined;
     }
   }
 }

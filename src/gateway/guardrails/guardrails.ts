@@ -86,7 +86,16 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
       const digest = digests?.[i];
       let block = digest === undefined ? undefined : cache.get(own ? operatorScope : scope, digest);
       if (block === undefined) {
-        const found = await failSafe(guardrail, stage, () => evaluate(guardrail, segment, own));
+        // A detector on the event loop answers at once, without a promise: a call checks each of
+        // its texts with each guardrail, and a promise chain for each was several KB of a call's
+        // allocation (docs/performance.md, "Allocation per call").
+        let found: DetectorBlock | undefined | typeof failedOpen;
+        try {
+          const verdict = evaluate(guardrail, segment, own);
+          found = verdict instanceof Promise ? await verdict : verdict;
+        } catch (err) {
+          found = failure(guardrail, stage, err);
+        }
         if (found === failedOpen) {
           failed = true;
           continue;
@@ -110,13 +119,18 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     try {
       return await work();
     } catch (err) {
-      if (err instanceof GatewayError) throw err;
-      // A full queue is the gateway's capacity; a job past its deadline is the detector's failure.
-      if (err instanceof WorkerQueueFull) throw gatewayAtCapacity();
-      options.logger.warn({ err, guardrail: guardrail.id, kind: guardrail.kind }, "guardrail detector failed");
-      if (guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
-      return failedOpen;
+      return failure(guardrail, stage, err);
     }
+  }
+
+  /** A detector's failure, decided by the guardrail's fail mode: thrown as its block, or {@link failedOpen}. */
+  function failure(guardrail: GuardrailConfig, stage: GuardrailStage, err: unknown): typeof failedOpen {
+    if (err instanceof GatewayError) throw err;
+    // A full queue is the gateway's capacity; a job past its deadline is the detector's failure.
+    if (err instanceof WorkerQueueFull) throw gatewayAtCapacity();
+    options.logger.warn({ err, guardrail: guardrail.id, kind: guardrail.kind }, "guardrail detector failed");
+    if (guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
+    return failedOpen;
   }
 
   /** Every guardrail of the stage on the texts, in order; `done` gives the verdict of one that has already run. */
@@ -137,16 +151,19 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     return verdicts.join(",");
   }
 
-  async function evaluate(guardrail: GuardrailConfig, text: string, operator = false): Promise<DetectorBlock | undefined> {
+  /** A text's block, or none: at once from a detector on the event loop, as a promise from a worker or a plug-in. */
+  function evaluate(guardrail: GuardrailConfig, text: string, operator = false): DetectorBlock | undefined | Promise<DetectorBlock | undefined> {
     const plugin = plugins.for(guardrail);
     if (plugin) {
-      const reason = reasonFromPlugin(guardrail, await plugin.classify(text));
-      return reason === undefined ? undefined : { reason };
+      return plugin.classify(text).then((verdict) => {
+        const reason = reasonFromPlugin(guardrail, verdict);
+        return reason === undefined ? undefined : { reason };
+      });
     }
     if (options.loader.stateOf(detectorOf[guardrail.kind]) === "loading") throw guardrailLoading(guardrail.kind);
     const check = checkOf(guardrail, operator);
     if (!options.pool || text.length <= INLINE_TEXT_CHARS) return detect(options.loader, check, text);
-    return (await options.pool.run({ kind: "check", check, text })) ?? undefined;
+    return options.pool.run({ kind: "check", check, text }).then((block) => block ?? undefined);
   }
 
   /** The built-in PII detector, for redaction. */

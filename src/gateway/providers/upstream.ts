@@ -1,4 +1,6 @@
+import type { Readable } from "node:stream";
 import { Pool } from "undici";
+import { readAll } from "../../platform/http.ts";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
@@ -15,11 +17,42 @@ export interface UpstreamCall {
   signal: AbortSignal;
 }
 
+/**
+ * The provider's answer. Its body is read once, one way: chunk by chunk (`body`, for streams and
+ * error bodies) or whole (`bytes()`). Errors while reading it arrive already typed
+ * (UpstreamBodyTimeoutError, …).
+ */
 export interface UpstreamResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  /** Undici's body. Errors while reading it arrive already typed (UpstreamBodyTimeoutError, …). */
-  body: AsyncIterable<Buffer>;
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: AsyncIterable<Buffer>;
+  bytes(): Promise<Buffer>;
+}
+
+class UndiciResponse implements UpstreamResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly #body: Readable;
+  readonly #signal: AbortSignal;
+
+  constructor(status: number, headers: Record<string, string | string[] | undefined>, body: Readable, signal: AbortSignal) {
+    this.status = status;
+    this.headers = headers;
+    this.#body = body;
+    this.#signal = signal;
+  }
+
+  get body(): AsyncIterable<Buffer> {
+    return typedBody(this.#body, this.#signal);
+  }
+
+  // Without an async iterator: the whole answer is the common case, and iterating a stream
+  // allocates several KB a call (readAll).
+  bytes(): Promise<Buffer> {
+    return readAll(this.#body).catch((err: unknown) => {
+      throw typed(err, "body", this.#signal);
+    });
+  }
 }
 
 /** Anthropic's oldest stable version, sent when the caller names none. */
@@ -113,7 +146,7 @@ export class Upstream {
       .catch((err: unknown) => {
         throw typed(err, "request", call.signal);
       });
-    return { status: response.statusCode, headers: response.headers, body: typedBody(response.body, call.signal) };
+    return new UndiciResponse(response.statusCode, response.headers, response.body, call.signal);
   }
 
   /** Waits for calls in flight to finish, then closes the connections. */

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { DatabaseDeadlines } from "../../db/deadlines.ts";
+import { arrayLiteral } from "../../db/array-literal.ts";
 import { createPool } from "../../db/pools.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { BatchWriter, isDataError } from "./batch-writer.ts";
@@ -90,7 +91,7 @@ function clamp(value: number, max: number): number {
   return Number.isFinite(value) ? Math.min(max, Math.max(0, Math.floor(value))) : value > 0 ? max : 0;
 }
 
-function columnValues(batch: RequestLogEntry[]): unknown[][] {
+function columnValues(batch: RequestLogEntry[]): string[] {
   return [
     batch.map((e) => e.requestId), batch.map((e) => e.time), batch.map((e) => e.workspaceId), batch.map((e) => e.keyId),
     batch.map((e) => e.userId), batch.map((e) => `{${e.groupIds.join(",")}}`), batch.map((e) => e.endpoint),
@@ -99,7 +100,7 @@ function columnValues(batch: RequestLogEntry[]): unknown[][] {
     batch.map((e) => e.outputTokens), batch.map((e) => e.tokensEstimated), batch.map((e) => e.guardrailVerdict),
     batch.map((e) => e.superseded ?? false), batch.map((e) => e.cachedInputTokens ?? 0), batch.map((e) => e.costUsd ?? null),
     batch.map((e) => (e.redactions ? JSON.stringify(e.redactions) : null)),
-  ];
+  ].map(arrayLiteral);
 }
 
 /**

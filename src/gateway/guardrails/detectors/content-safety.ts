@@ -100,14 +100,26 @@ function newNode(): TrieNode {
 
 const TOKEN = /[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu;
 
-/** NFKC, lower case, straight apostrophes, a few HTML entities, single spaces. */
+const CURLY_APOSTROPHE = /[\u2018\u2019\u02bc]/;
+/** White space other than single spaces: a tab, a line break, two spaces in a row. */
+const UNEVEN_SPACE = /[^\S ]|\s\s/;
+
+/**
+ * NFKC, lower case, straight apostrophes, a few HTML entities, single spaces. Each replacement
+ * runs only when the text has what it replaces: a replacement copies the text even when it
+ * changes nothing (`\s+` matches every space), and most texts have nothing to replace.
+ */
 export function normalizeForContent(text: string): string {
-  return foldText(text)
-    .replace(/&amp;/g, "&")
-    .replace(/&#8220;|&#8221;|&quot;/g, '"')
-    .replace(/&#8217;|&#39;/g, "'")
-    .replace(/[\u2018\u2019\u02bc]/g, "'")
-    .replace(/\s+/g, " ");
+  let norm = foldText(text);
+  if (norm.includes("&")) {
+    norm = norm
+      .replace(/&amp;/g, "&")
+      .replace(/&#8220;|&#8221;|&quot;/g, '"')
+      .replace(/&#8217;|&#39;/g, "'");
+  }
+  if (CURLY_APOSTROPHE.test(norm)) norm = norm.replace(/[\u2018\u2019\u02bc]/g, "'");
+  if (UNEVEN_SPACE.test(norm)) norm = norm.replace(/\s+/g, " ");
+  return norm;
 }
 
 function tokens(text: string): string[] {
@@ -222,10 +234,11 @@ export function createContentDetector(
     score,
     flagged(text, overrides = {}) {
       const scores = score(text);
-      return CONTENT_CATEGORIES.flatMap((category) => {
-        const limit = overrides[category] ?? thresholds[category];
-        return scores[category] >= limit ? [{ category, score: scores[category] }] : [];
-      }).sort((a, b) => b.score - a.score);
+      const found: { category: ContentCategory; score: number }[] = [];
+      for (const category of CONTENT_CATEGORIES) {
+        if (scores[category] >= (overrides[category] ?? thresholds[category])) found.push({ category, score: scores[category] });
+      }
+      return found.length > 1 ? found.sort((a, b) => b.score - a.score) : found;
     },
   };
 }

@@ -28,8 +28,11 @@ const SEED_BIGRAM = 0x5a7c9e01;
 const SEED_CHAR = 0x13579bdf;
 const SPACE = 0x20;
 
+// Hashes are kept as signed 32-bit integers, not unsigned (`>>> 0`): every use takes `& mask`,
+// which reads the same bits either way, and V8 keeps an int32 unboxed where an unsigned value
+// over 2^31 becomes a heap number, one allocation per word.
 function fnvStep(hash: number, code: number): number {
-  return Math.imul(hash ^ code, FNV_PRIME) >>> 0;
+  return Math.imul(hash ^ code, FNV_PRIME);
 }
 
 function fnvChars(hash: number, text: string): number {
@@ -39,7 +42,7 @@ function fnvChars(hash: number, text: string): number {
 }
 
 export function hashString(seed: number, text: string): number {
-  return fnvChars((FNV_OFFSET ^ seed) >>> 0, text);
+  return fnvChars(FNV_OFFSET ^ seed, text);
 }
 
 /**
@@ -82,15 +85,18 @@ export class NgramCounter {
     const touched = this.#touched;
     const mask = this.#mask;
     let size = 0;
-    let bigram: number | undefined;
+    // The previous word's bigram hash; none before the first word.
+    let bigram = 0;
+    let first = true;
     for (const word of tokens) {
       size = bump(counts, touched, size, hashString(SEED_WORD, word) & mask);
-      if (bigram !== undefined) size = bump(counts, touched, size, fnvChars(bigram, word) & mask);
+      if (!first) size = bump(counts, touched, size, fnvChars(bigram, word) & mask);
+      first = false;
       bigram = fnvStep(hashString(SEED_BIGRAM, word), SPACE);
       // Character n-grams of " word ", the padding read in place.
       const padded = word.length + 2;
       for (let i = 0; i + charMin <= padded; i++) {
-        let h = (FNV_OFFSET ^ SEED_CHAR) >>> 0;
+        let h = FNV_OFFSET ^ SEED_CHAR;
         for (let n = 1; n <= charMax && i + n <= padded; n++) {
           const at = i + n - 1;
           h = fnvStep(h, at === 0 || at === padded - 1 ? SPACE : word.charCodeAt(at - 1));

@@ -1,0 +1,40 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { arrayLiteral } from "../src/db/array-literal.ts";
+
+// Read back by PostgreSQL itself: the literal must mean, element by element, what was given.
+describe("arrayLiteral", () => {
+  let client: pg.Client;
+  beforeAll(async () => {
+    client = new pg.Client({ connectionString: inject("adminDatabaseUrl") });
+    await client.connect();
+  });
+  afterAll(() => client.end());
+
+  const readBack = async (literal: string, type: string): Promise<unknown[]> =>
+    (await client.query<{ v: unknown }>(`select v from unnest($1::${type}[]) with ordinality as t(v, n) order by n`, [literal])).rows.map((r) => r.v);
+
+  it("keeps text whatever it holds: quotes, backslashes, commas, braces, spaces, the word NULL, nothing at all", async () => {
+    const texts = ['say "hi"', "C:\\path\\", "a,b", "{x}", " padded ", "NULL", "", "line\nbreak", "ünï \u{1F600}", '\\"'];
+    expect(arrayLiteral(texts.slice(0, 2))).toBe('{"say \\"hi\\"","C:\\\\path\\\\"}');
+    expect(await readBack(arrayLiteral(texts), "text")).toEqual(texts);
+  });
+
+  it("writes null and undefined as NULL, and a literal NULL string as text", async () => {
+    expect(arrayLiteral([null, undefined, "NULL"])).toBe('{NULL,NULL,"NULL"}');
+    expect(await readBack(arrayLiteral([null, undefined, "NULL"]), "text")).toEqual([null, null, "NULL"]);
+  });
+
+  it("writes numbers, flags and times that their columns read back exactly", async () => {
+    expect(await readBack(arrayLiteral([0, -12, 9_007_199_254_740_991]), "bigint")).toEqual(["0", "-12", "9007199254740991"]);
+    expect(await readBack(arrayLiteral([true, false, null]), "boolean")).toEqual([true, false, null]);
+    const times = [new Date("2026-11-28T03:50:00.123Z"), new Date(0)];
+    expect(arrayLiteral(times)).toBe("{2026-11-28T03:50:00.123Z,1970-01-01T00:00:00.000Z}");
+    expect(((await readBack(arrayLiteral(times), "timestamptz")) as Date[]).map((d) => d.toISOString())).toEqual(times.map((d) => d.toISOString()));
+  });
+
+  it("an empty list is an empty array", async () => {
+    expect(arrayLiteral([])).toBe("{}");
+    expect(await readBack("{}", "text")).toEqual([]);
+  });
+});
