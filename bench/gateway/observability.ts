@@ -38,6 +38,7 @@ import { SpanKind, Tracing, type TracingSettings } from "../../src/platform/trac
 import { latencyStats, type LatencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
 import { sourceRevision, waitUntilServed, withHarness } from "./harness.ts";
+import type { AllocationSite } from "./ipc.ts";
 import { callOnce, closedLoop, rotation, shares, timed, type Target } from "./load.ts";
 import { benchModel, completeAnswer, requestBody } from "./payloads.ts";
 import { cpuSecondsOf, procAvailable, type BenchChild } from "./processes.ts";
@@ -72,6 +73,9 @@ interface Cell {
   /** Spans the collector received from this process, in all. */
   spans: number;
   sequential: LatencyStats;
+  /** Bytes the gateway allocated per call (V8's sampler, collected since or not), and where the most, per call too. */
+  allocated: number;
+  sites: AllocationSite[];
 }
 
 interface CpuCase {
@@ -338,6 +342,8 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
     calls: count(24_000),
     rounds: 6,
     sequential: count(2000),
+    /** Per variant, through V8's allocation sampler (gc-hook.ts). */
+    sampled: count(3000),
   };
 
   const started = performance.now();
@@ -413,6 +419,17 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
             for (const v of rotation(variants, round)) await closedLoop(seqParts[round]!, 1, timed(call(v), acc.get(v.name)!.sequential));
           }
         });
+        log(`gateway observability: ${plan.sampled} calls per variant at c=${plan.concurrency}, their allocations sampled`);
+        const allocations = new Map<VariantName, { bytes: number; sites: AllocationSite[] }>();
+        await h.phase("allocation", async () => {
+          for (const v of variants) {
+            await v.child.ask({ type: "allocations-start" }, "allocations-started");
+            await closedLoop(plan.sampled, plan.concurrency, call(v));
+            const sampled = await v.child.ask({ type: "allocations-stop" }, "allocations");
+            const perCall = (bytes: number) => bytes / plan.sampled;
+            allocations.set(v.name, { bytes: perCall(sampled.bytes), sites: sampled.sites.map((site) => ({ site: site.site, bytes: perCall(site.bytes) })) });
+          }
+        });
         const spans = new Map<VariantName, number>();
         for (const v of variants) spans.set(v.name, await exportedSpans(v.url));
         const cells = variants.map((v): Cell => {
@@ -428,6 +445,8 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
             gatewayCpu: a.cpu,
             written: a.written,
             sequential: latencyStats(a.sequential),
+            allocated: allocations.get(v.name)!.bytes,
+            sites: allocations.get(v.name)!.sites,
           };
         });
         // The settings took: the processes with the access log on write a line per call more than the
@@ -455,7 +474,8 @@ export async function runGatewayObservabilityBench(options: GatewayBenchOptions)
             : "no pinning (taskset or a second core is missing): every process floats over all cores",
           plan:
             `in process: ${plan.cpuIterations} requests per case after ${plan.cpuWarmup} of warm-up, ${plan.cpuRounds} rotated rounds; ` +
-            `end to end: per variant ${plan.warmup} warm-up calls at c=${plan.concurrency}, then ${plan.calls} calls at c=${plan.concurrency} in ${plan.rounds} rotated rounds, then ${plan.sequential} at c=1`,
+            `end to end: per variant ${plan.warmup} warm-up calls at c=${plan.concurrency}, then ${plan.calls} calls at c=${plan.concurrency} in ${plan.rounds} rotated rounds, then ${plan.sequential} at c=1, ` +
+            `then ${plan.sampled} at c=${plan.concurrency} with the allocation sampler on`,
           configuration: [
             ...configuration.description,
             "eight gateway processes on one database: all off (WARDEN_GATEWAY_METRICS and WARDEN_ACCESS_LOG false, no OTLP endpoint), twice; each of the three alone; tracing alone with OTEL_TRACES_SAMPLER=parentbased_traceidratio and OTEL_TRACES_SAMPLER_ARG=0.1; all on (both true and OTEL_EXPORTER_OTLP_ENDPOINT at a collector on loopback, the SDK's batch defaults, every request sampled); all on again (control); /metrics not scraped during the calls",
@@ -513,15 +533,15 @@ function observabilityMarkdown(r: ObservabilityBenchResult): string {
   lines.push(
     "Latency in ms. CPU and bytes written: the gateway process, per call (bytes written: every write(), the answers to the sockets, the log lines to stdout and the exports).",
     "",
-    "| Gateway | req/s | vs all off | req/s per round (min–max) | p50 | p90 | p99 | p99 over all off | µs CPU per call | B written per call | spans exported | c=1 p50 | c=1 p99 |",
-    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    "| Gateway | req/s | vs all off | req/s per round (min–max) | p50 | p90 | p99 | p99 over all off | µs CPU per call | B written per call | spans exported | c=1 p50 | c=1 p99 | KB allocated per call |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
   );
   const off = r.cells.find((c) => c.variant === "all off")!;
   for (const c of r.cells) {
     lines.push(
       `| ${c.variant} | ${Math.round(c.perSecond)} | ${(c.perSecond / off.perSecond).toFixed(3)}× | ${Math.round(Math.min(...c.roundPerSecond))}–${Math.round(Math.max(...c.roundPerSecond))} | ` +
         `${ms(c.latency.p50)} | ${ms(c.latency.p90)} | ${ms(c.latency.p99)} | ${signed(c.latency.p99 - off.latency.p99)} | ${us(c.gatewayCpu, c.requests)} | ` +
-        `${Math.round(c.written / c.requests)} | ${c.spans.toLocaleString("en")} | ${ms(c.sequential.p50)} | ${ms(c.sequential.p99)} |`,
+        `${Math.round(c.written / c.requests)} | ${c.spans.toLocaleString("en")} | ${ms(c.sequential.p50)} | ${ms(c.sequential.p99)} | ${(c.allocated / 1000).toFixed(1)} |`,
     );
   }
   const on = r.cells.find((c) => c.variant === "all on")!;
@@ -545,6 +565,16 @@ function observabilityMarkdown(r: ObservabilityBenchResult): string {
       `(goal ≤ ${observabilityTarget * 100}% together: ${verdict(share <= observabilityTarget && cost <= observabilityTarget)}, judged on both figures).`,
     `- The same with one request in ten traced: ${tenth.toFixed(2)} µs of CPU per request, ${((tenth / cpuPerCall(off)) * 100).toFixed(1)}% ` +
       `(in process only: ${verdict(tenth / cpuPerCall(off) <= observabilityTarget)}).`,
+  );
+  // Where "all on" allocates more than "all off", site by site (the sampler's largest sites of each).
+  const offSites = new Map(off.sites.map((site) => [site.site, site.bytes]));
+  const more = on.sites
+    .map((site) => ({ site: site.site, extra: (site.bytes - (offSites.get(site.site) ?? 0)) / 1000 }))
+    .filter((site) => site.extra > 0.2)
+    .map((site) => `\`${site.site}\` +${site.extra.toFixed(1)}`);
+  lines.push(
+    `- Allocated per call: all off ${(off.allocated / 1000).toFixed(1)} KB, all on ${(on.allocated / 1000).toFixed(1)} KB (control ${(control.allocated / 1000).toFixed(1)} KB). ` +
+      `Where all on allocates more, of its largest sites, in KB per call: ${more.length > 0 ? more.join("; ") : "none"}.`,
   );
   return lines.join("\n") + "\n";
 }
