@@ -183,7 +183,8 @@ export function quotedSpans(text: string): [number, number][] {
  */
 export const markdownImageTemplate = {
   exec(text: string): { index: number; 0: string } | null {
-    const next = new NextIndex(text);
+    // Made at the first link, which most texts never reach.
+    let next: NextIndex | undefined;
     // The last `![` seen, and the last `]` before the current one.
     let open = -1;
     let nextOpen = text.indexOf("![");
@@ -199,6 +200,7 @@ export const markdownImageTemplate = {
       if (text.startsWith("](http://", close)) url = close + 9;
       else if (text.startsWith("](https://", close)) url = close + 10;
       if (url < 0) continue;
+      next ??= new NextIndex(text);
       const brace = next.of("{", url);
       const paren = next.of(")", url);
       if (brace >= 0 && (paren < 0 || brace < paren)) return { index: close, 0: text.slice(close, url) };

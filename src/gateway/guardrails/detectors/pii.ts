@@ -94,13 +94,19 @@ function lastMatchIndex(text: string, pattern: RegExp): number {
   return last;
 }
 
-function* matches(pattern: RegExp, text: string): Generator<RegExpExecArray> {
+/**
+ * A global pattern's matches, read as `for (let m = firstMatch(P, text); m; m = nextMatch(P, text, m))`:
+ * a plain loop rather than a generator, which made an object per recognizer and another per
+ * match, on every text the PII guardrail reads.
+ */
+function firstMatch(pattern: RegExp, text: string): RegExpExecArray | null {
   pattern.lastIndex = 0;
-  let m: RegExpExecArray | null;
-  while ((m = pattern.exec(text)) !== null) {
-    yield m;
-    if (m[0].length === 0) pattern.lastIndex++;
-  }
+  return pattern.exec(text);
+}
+
+function nextMatch(pattern: RegExp, text: string, previous: RegExpExecArray): RegExpExecArray | null {
+  if (previous[0].length === 0) pattern.lastIndex++;
+  return pattern.exec(text);
 }
 
 // --- Credit cards -------------------------------------------------------------------------------
@@ -110,7 +116,7 @@ const CARD_PATTERN =
   /(?<![\w-]|\d[ -])(?:\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5}|\d{13,19})(?![\w]|[ -]\d{4}\b|-\d|[.,]\d)/g;
 
 const recognizeCards: Recognizer = (text, out) => {
-  for (const m of matches(CARD_PATTERN, text)) {
+  for (let m = firstMatch(CARD_PATTERN, text); m !== null; m = nextMatch(CARD_PATTERN, text, m)) {
     let value = m[0];
     let valid = creditCardValid(value);
     if (!valid && m[1] !== undefined && /[ -]\d{1,3}$/.test(value)) {
@@ -135,7 +141,7 @@ const recognizeCards: Recognizer = (text, out) => {
 const SSN_PATTERN = /(?<![\w-]|\d[ -.])(\d{3})([- ]?)(\d{2})\2(\d{4})(?![\w-]|[ .]\d)/g;
 
 const recognizeSsn: Recognizer = (text, out) => {
-  for (const m of matches(SSN_PATTERN, text)) {
+  for (let m = firstMatch(SSN_PATTERN, text); m !== null; m = nextMatch(SSN_PATTERN, text, m)) {
     if (!ssnValid(m[0])) continue;
     const start = m.index;
     const end = start + m[0].length;
@@ -155,7 +161,7 @@ const recognizeSsn: Recognizer = (text, out) => {
 const IBAN_PATTERN = /(?<![A-Za-z0-9])([A-Z]{2})(\d{2})((?: ?[A-Z0-9]){8,30})/g;
 
 const recognizeIban: Recognizer = (text, out) => {
-  for (const m of matches(IBAN_PATTERN, text)) {
+  for (let m = firstMatch(IBAN_PATTERN, text); m !== null; m = nextMatch(IBAN_PATTERN, text, m)) {
     const country = m[1] ?? "";
     const expected = IBAN_LENGTHS[country];
     if (expected === undefined) continue;
@@ -189,7 +195,7 @@ const EMAIL_PATTERN =
   /(?<![\w.+%-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-]|\.[A-Za-z0-9])/g;
 
 const recognizeEmail: Recognizer = (text, out) => {
-  for (const m of matches(EMAIL_PATTERN, text)) {
+  for (let m = firstMatch(EMAIL_PATTERN, text); m !== null; m = nextMatch(EMAIL_PATTERN, text, m)) {
     if (!emailValid(m[0])) continue;
     out.push({ entityType: "EMAIL_ADDRESS", start: m.index, end: m.index + m[0].length, score: 0.95 });
   }
@@ -213,7 +219,7 @@ function phoneValid(candidate: string, region?: CountryCode): boolean {
 }
 
 const recognizePhone: Recognizer = (text, out) => {
-  for (const m of matches(INTL_PHONE_PATTERN, text)) {
+  for (let m = firstMatch(INTL_PHONE_PATTERN, text); m !== null; m = nextMatch(INTL_PHONE_PATTERN, text, m)) {
     // Drop trailing groups until the rest is a valid number ("+44 20 7946 0958 2024").
     let value = m[0];
     while (value.length > 0 && !phoneValid(value)) {
@@ -232,7 +238,7 @@ const recognizePhone: Recognizer = (text, out) => {
     const score = ctx === "negative" ? 0.3 : ctx === "positive" ? 0.9 : 0.75;
     out.push({ entityType: "PHONE_NUMBER", start, end, score });
   }
-  for (const m of matches(NATIONAL_PHONE_PATTERN, text)) {
+  for (let m = firstMatch(NATIONAL_PHONE_PATTERN, text); m !== null; m = nextMatch(NATIONAL_PHONE_PATTERN, text, m)) {
     const value = m[0];
     if (value.replace(/\D/g, "").length < 9) continue;
     const start = m.index;
@@ -259,7 +265,7 @@ const IPV6_PATTERN = /(?<![\w:.])(?=[0-9A-Fa-f.]*:[0-9A-Fa-f.]*:)[0-9A-Fa-f:.]{2
 const VERSION_JUST_BEFORE = /(?:\bv|\b(?:v|ver|version|versión|build|release|firmware|fw|rev|revision|patch|sdk)\b[\s:=#]*(?:is|ist|es|est)?\s*)$/;
 
 const recognizeIp: Recognizer = (text, out) => {
-  for (const m of matches(IPV4_PATTERN, text)) {
+  for (let m = firstMatch(IPV4_PATTERN, text); m !== null; m = nextMatch(IPV4_PATTERN, text, m)) {
     const value = m[0];
     if (isIP(value) !== 4) continue;
     const start = m.index;
@@ -272,7 +278,7 @@ const recognizeIp: Recognizer = (text, out) => {
     if (versionCue && !ipCue) continue;
     out.push({ entityType: "IP_ADDRESS", start, end, score: ipCue ? 0.9 : 0.7 });
   }
-  for (const m of matches(IPV6_PATTERN, text)) {
+  for (let m = firstMatch(IPV6_PATTERN, text); m !== null; m = nextMatch(IPV6_PATTERN, text, m)) {
     const zone = m[0].indexOf("%");
     const address = (zone >= 0 ? m[0].slice(0, zone) : m[0]).replace(/\.+$/, "");
     if (isIP(address) !== 6) continue;
@@ -289,7 +295,7 @@ const recognizeIp: Recognizer = (text, out) => {
 const PASSPORT_PATTERN = /(?<![\w-])(?:[A-Z]\d{8}|\d{9})(?![\w-])/g;
 
 const recognizePassport: Recognizer = (text, out) => {
-  for (const m of matches(PASSPORT_PATTERN, text)) {
+  for (let m = firstMatch(PASSPORT_PATTERN, text); m !== null; m = nextMatch(PASSPORT_PATTERN, text, m)) {
     const start = m.index;
     const end = start + m[0].length;
     if (!PASSPORT_CONTEXT.positive.test(before(text, start, CONTEXT_BEFORE))) continue;
@@ -304,15 +310,15 @@ const BTC_BECH32_PATTERN = /(?<![\w])(?:bc1[02-9ac-hj-np-z]{11,87}|BC1[02-9AC-HJ
 const ETH_PATTERN = /(?<![\w])0x[0-9a-fA-F]{40}(?![\w])/g;
 
 const recognizeCrypto: Recognizer = (text, out) => {
-  for (const m of matches(BTC_BASE58_PATTERN, text)) {
+  for (let m = firstMatch(BTC_BASE58_PATTERN, text); m !== null; m = nextMatch(BTC_BASE58_PATTERN, text, m)) {
     if (!bitcoinBase58Valid(m[0])) continue;
     out.push({ entityType: "CRYPTO", start: m.index, end: m.index + m[0].length, score: 0.95 });
   }
-  for (const m of matches(BTC_BECH32_PATTERN, text)) {
+  for (let m = firstMatch(BTC_BECH32_PATTERN, text); m !== null; m = nextMatch(BTC_BECH32_PATTERN, text, m)) {
     if (!bitcoinBech32Valid(m[0])) continue;
     out.push({ entityType: "CRYPTO", start: m.index, end: m.index + m[0].length, score: 0.95 });
   }
-  for (const m of matches(ETH_PATTERN, text)) {
+  for (let m = firstMatch(ETH_PATTERN, text); m !== null; m = nextMatch(ETH_PATTERN, text, m)) {
     const start = m.index;
     const end = start + m[0].length;
     if (ethereumSingleCase(m[0])) {
@@ -367,6 +373,8 @@ export function createPiiDetector(): PiiDetector {
       const types = options.entityTypes ?? PII_ENTITY_TYPES;
       const raw: PiiFinding[] = [];
       for (const type of types) RECOGNIZERS[type](text, raw);
+      // Most texts with a digit hold no PII: nothing to rank, mark and copy.
+      if (raw.length === 0) return raw;
       // Overlaps are resolved before the score cut, so that a weak SSN reading of a passport
       // number does not survive next to the stronger reading.
       return resolveOverlaps(raw)
