@@ -24,7 +24,7 @@ interface ProfileNode {
 }
 
 async function startSampling(): Promise<void> {
-  sampler ??= new Session();
+  sampler = new Session();
   sampler.connect();
   await sampler.post("HeapProfiler.enable");
   // One sample per 4 KiB on average; the profile scales the samples to estimated bytes.
