@@ -77,6 +77,103 @@ export function readAll(stream: Readable, maxBytes = Number.POSITIVE_INFINITY): 
   });
 }
 
+/** Chunks {@link readChunks} holds before it pauses the stream, and holds at most once it resumed it. */
+const HELD_CHUNKS_HIGH = 16;
+const HELD_CHUNKS_LOW = 4;
+
+/**
+ * A stream's chunks as an async iterator, read through its events as {@link readAll} reads it, for
+ * the same reason: `for await` over a stream costs each chunk an iterator step, promises and
+ * end-of-stream bookkeeping (with a generator that types its errors around it, 40 µs of a
+ * 20-event stream, measured). Errors (and a close before the end, a premature close) reject
+ * `next()` once `mapError` has typed them; `return()` destroys the stream, as an abandoned
+ * `for await` does. While the reader does not keep up, the stream is paused, so that what it
+ * holds stays bounded.
+ */
+export function readChunks(stream: Readable, mapError: (err: unknown) => unknown = (err) => err): AsyncIterableIterator<Buffer> {
+  const held: Buffer[] = [];
+  let ended = false;
+  let failure: { error: unknown } | undefined;
+  let waiting: { resolve: (result: IteratorResult<Buffer, undefined>) => void; reject: (err: unknown) => void } | undefined;
+  const stop = (): void => {
+    stream.off("data", onData);
+    stream.off("end", onEnd);
+    stream.off("error", onError);
+    stream.off("close", onClose);
+  };
+  const wake = (): void => {
+    const reader = waiting;
+    if (reader === undefined) return;
+    if (held.length > 0) {
+      waiting = undefined;
+      reader.resolve({ done: false, value: held.shift()! });
+    } else if (failure !== undefined) {
+      waiting = undefined;
+      const { error } = failure;
+      failure = undefined;
+      ended = true;
+      reader.reject(error);
+    } else if (ended) {
+      waiting = undefined;
+      reader.resolve({ done: true, value: undefined });
+    }
+  };
+  const onData = (chunk: Buffer): void => {
+    held.push(chunk);
+    if (held.length >= HELD_CHUNKS_HIGH) stream.pause();
+    wake();
+  };
+  const onEnd = (): void => {
+    stop();
+    ended = true;
+    wake();
+  };
+  const fail = (err: unknown): void => {
+    stop();
+    failure ??= { error: mapError(err) };
+    wake();
+  };
+  const onError = (err: Error): void => fail(err);
+  const onClose = (): void => fail(stream.errored ?? prematureClose());
+  if (stream.destroyed) failure = { error: mapError(stream.errored ?? prematureClose()) };
+  else {
+    stream.on("data", onData);
+    stream.on("end", onEnd);
+    stream.on("error", onError);
+    stream.on("close", onClose);
+  }
+  const chunks: AsyncIterableIterator<Buffer> = {
+    next() {
+      if (held.length > 0) {
+        const value = held.shift()!;
+        if (held.length <= HELD_CHUNKS_LOW && stream.isPaused() && !ended) stream.resume();
+        return Promise.resolve({ done: false, value });
+      }
+      // A failure is reported once, after every chunk that came before it.
+      if (failure !== undefined) {
+        const { error } = failure;
+        ended = true;
+        failure = undefined;
+        return Promise.reject(error);
+      }
+      if (ended) return Promise.resolve({ done: true, value: undefined });
+      return new Promise((resolve, reject) => {
+        waiting = { resolve, reject };
+      });
+    },
+    return() {
+      stop();
+      ended = true;
+      failure = undefined;
+      held.length = 0;
+      if (!stream.destroyed) stream.destroy();
+      return Promise.resolve({ done: true, value: undefined });
+    },
+    [Symbol.asyncIterator]: () => chunks,
+  };
+  return chunks;
+}
+
 /**
  * Destroys a stream read no further, as an abandoned `for await` does (Node's stream destroyer): a
  * server's HTTP/1 request first lets go of its socket, so that the answer (a 413) can still be

@@ -768,15 +768,28 @@ function headerSafe(value: string): boolean {
   return value.length <= 256 && !/[^\t\x20-\x7e\x80-\xff]/.test(value);
 }
 
-/** A provider stream's events, its first one read now (a failure before it throws here), the rest as they come. */
+/**
+ * A provider stream's events, its first one read now (a failure before it throws here), the rest as
+ * they come. An iterator by hand, not an async generator around the events' own: a generator that
+ * delegates costs each event two more promises and microtask turns.
+ */
 async function firstEventRead(body: AsyncIterable<Buffer>): Promise<AsyncIterable<SseEvent>> {
   const iterator = sseEvents(body);
-  const first = await iterator.next();
-  return (async function* () {
-    if (first.done) return;
-    yield first.value;
-    yield* { [Symbol.asyncIterator]: () => iterator };
-  })();
+  let first: IteratorResult<SseEvent, void> | undefined = await iterator.next();
+  const events: AsyncIterableIterator<SseEvent> = {
+    next() {
+      if (first === undefined) return iterator.next();
+      const result = first;
+      first = undefined;
+      return Promise.resolve(result);
+    },
+    return(value?: unknown) {
+      first = undefined;
+      return iterator.return(value as void);
+    },
+    [Symbol.asyncIterator]: () => events,
+  };
+  return events;
 }
 
 /**

@@ -20,15 +20,25 @@ export interface OutgoingStream {
  */
 export function passedStream(events: AsyncIterable<SseEvent>, format: FormatName, meter: StreamMeter, guard?: StreamGuard): OutgoingStream {
   let last: SseEvent | undefined;
-  const sent = guard ? guardedStream(events, sseStreamText[format], guard) : events;
+  const sent = (guard ? guardedStream(events, sseStreamText[format], guard) : events)[Symbol.asyncIterator]();
+  // Each event metered and mapped to its bytes by hand: an async generator here cost every event
+  // a promise and a microtask turn more.
+  const pieces: AsyncIterableIterator<Buffer> = {
+    async next() {
+      const result = await sent.next();
+      if (result.done) return { done: true, value: undefined };
+      meter.observe(result.value);
+      last = result.value;
+      return { done: false, value: result.value.raw };
+    },
+    async return() {
+      await sent.return?.();
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]: () => pieces,
+  };
   return {
-    pieces: (async function* () {
-      for await (const event of sent) {
-        meter.observe(event);
-        last = event;
-        yield event.raw;
-      }
-    })(),
+    pieces,
     errorEvent(message) {
       if (format === "chat") return chatStreamError(message);
       return format === "messages" ? streamErrorEvent("messages", message) : streamErrorEvent("responses", message, nextSequenceNumber(last));

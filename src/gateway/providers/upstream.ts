@@ -1,6 +1,6 @@
 import type { Readable } from "node:stream";
 import { Pool } from "undici";
-import { readAll } from "../../platform/http.ts";
+import { readAll, readChunks } from "../../platform/http.ts";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
@@ -43,7 +43,7 @@ class UndiciResponse implements UpstreamResponse {
   }
 
   get body(): AsyncIterable<Buffer> {
-    return typedBody(this.#body, this.#signal);
+    return readChunks(this.#body, (err) => typed(err, "body", this.#signal));
   }
 
   // Without an async iterator: the whole answer is the common case, and iterating a stream
@@ -62,14 +62,6 @@ export const DEFAULT_AZURE_API_VERSION = "preview";
 /** The caller's abort is theirs, rethrown as it came; anything else is typed at this edge. */
 function typed(err: unknown, phase: UpstreamPhase, signal: AbortSignal): unknown {
   return signal.aborted ? err : (classifyUpstreamError(err, phase) ?? err);
-}
-
-async function* typedBody(body: AsyncIterable<Buffer>, signal: AbortSignal): AsyncGenerator<Buffer, void, undefined> {
-  try {
-    yield* body;
-  } catch (err) {
-    throw typed(err, "body", signal);
-  }
 }
 
 /**
