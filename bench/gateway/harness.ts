@@ -33,8 +33,8 @@ export interface Harness {
   logLevel: string;
   /** Runs at cleanup, in reverse order of registration. */
   defer(fn: () => Promise<unknown>): void;
-  /** A child process, stopped at cleanup. */
-  start(name: string, args: string[], cpu: number | undefined, env: NodeJS.ProcessEnv): BenchChild;
+  /** A child process, stopped at cleanup; it runs in `cwd`, this checkout by default. */
+  start(name: string, args: string[], cpu: number | undefined, env: NodeJS.ProcessEnv, cwd?: string): BenchChild;
   /** The work, failed at once (with the child's stderr) if any child dies meanwhile. */
   guarded<T>(work: Promise<T>): Promise<T>;
   /** The fake provider on the generator's core, and its origin. */
@@ -43,9 +43,9 @@ export interface Harness {
    * `node src/main.ts gateway`, as `npm run gateway` runs it (with the GC hook preloaded), on the
    * core under test; `env` adds to or overrides its settings (REDIS_URL, …). It answers once it
    * has loaded its snapshot: see `waitUntilServed` and `waitUntilReady`. `flags` replaces
-   * `nodeFlags` for this gateway.
+   * `nodeFlags` for this gateway; `checkout` runs another checkout's gateway (ab.ts).
    */
-  startGateway(name: string, env?: Record<string, string>, flags?: string[]): Promise<{ child: BenchChild; url: string }>;
+  startGateway(name: string, env?: Record<string, string>, flags?: string[], checkout?: string): Promise<{ child: BenchChild; url: string }>;
   /** Pins this process (the load generator) to its core, until cleanup. */
   pinGenerator(): void;
   /** CPU seconds used so far by every process on the machine but the bench's own (PostgreSQL, Redis, other work). */
@@ -102,8 +102,8 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
     defer(() => admin.close());
 
     const children: BenchChild[] = [];
-    const start = (name: string, args: string[], cpu: number | undefined, env: NodeJS.ProcessEnv): BenchChild => {
-      const child = spawnChild({ name, args, cwd: root, env, cpu });
+    const start = (name: string, args: string[], cpu: number | undefined, env: NodeJS.ProcessEnv, cwd = root): BenchChild => {
+      const child = spawnChild({ name, args, cwd, env, cpu });
       children.push(child);
       defer(() => child.stop());
       return child;
@@ -131,11 +131,11 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
         const child = start("fake provider", ["--expose-gc", here("fake-provider.ts")], cores?.generator, process.env);
         return { child, url: `http://127.0.0.1:${(await guarded(child.next("ready"))).port}` };
       },
-      async startGateway(name, env = {}, flags = nodeFlags) {
+      async startGateway(name, env = {}, flags = nodeFlags, checkout = root) {
         const port = await freePort();
         const child = start(
           name,
-          ["--expose-gc", ...flags, "--import", pathToFileURL(here("gc-hook.ts")).href, path.join(root, "src", "main.ts"), "gateway"],
+          ["--expose-gc", ...flags, "--import", pathToFileURL(here("gc-hook.ts")).href, path.join(checkout, "src", "main.ts"), "gateway"],
           cores?.middle,
           {
             ...process.env,
@@ -150,6 +150,7 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
             REDIS_URL: "",
             ...env,
           },
+          checkout,
         );
         return { child, url: `http://127.0.0.1:${port}` };
       },

@@ -52,22 +52,32 @@ export function passedStream(events: AsyncIterable<SseEvent>, format: FormatName
  * once it can be whole).
  */
 export function translatedStream(events: AsyncIterable<SseEvent>, reader: StreamReader, writer: StreamWriter, meter: StreamMeter, guard?: StreamGuard): OutgoingStream {
+  // Each canonical event yielded by hand: `yield*` over the reader's array wraps it in an async
+  // iterator, a promise and a microtask turn more per event.
   const read = (async function* () {
-    for await (const event of events) yield* reader.read(event);
-    yield* reader.end();
+    for await (const event of events) for (const canonical of reader.read(event)) yield canonical;
+    for (const canonical of reader.end()) yield canonical;
   })();
   // Output guardrails read the canonical events: the writer repeats only the text it is given.
-  const sent = guard ? guardedStream(read, canonicalStreamText, guard) : read;
-  return {
-    pieces: (async function* () {
-      for await (const canonical of sent) {
-        meter.observeCanonical(canonical);
-        const written = writer.write(canonical);
-        if (written !== "") yield written;
+  const sent = (guard ? guardedStream(read, canonicalStreamText, guard) : read)[Symbol.asyncIterator]();
+  // By hand, as in passedStream; a canonical event the writer holds back (it writes "") is skipped.
+  const pieces: AsyncIterableIterator<string> = {
+    async next() {
+      for (;;) {
+        const result = await sent.next();
+        if (result.done) return { done: true, value: undefined };
+        meter.observeCanonical(result.value);
+        const written = writer.write(result.value);
+        if (written !== "") return { done: false, value: written };
       }
-    })(),
-    errorEvent: (message) => writer.error(message),
+    },
+    async return() {
+      await sent.return?.(undefined);
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]: () => pieces,
   };
+  return { pieces, errorEvent: (message) => writer.error(message) };
 }
 
 /** Unix seconds, for answers whose format carries a creation time the provider's does not. */

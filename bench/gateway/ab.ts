@@ -1,0 +1,139 @@
+/**
+ * Two versions of the gateway side by side in one run (`npm run bench:ab`): this checkout's and
+ * another's (BENCH_AB_BASE, a directory with the same layout, such as a `git worktree` of the
+ * commit before a change), both on the core under test with the bare proxy, taking turns in
+ * interleaved rounds that alternate their order. Between two runs, a gateway process's CPU per call
+ * moves by ±20 % on the machines this bench has met (docs/performance.md, "Every check on");
+ * between two processes of one run taking turns, by a few per cent. A change worth less than the
+ * first is read here.
+ *
+ * Settings (environment): BENCH_AB_BASE (required); BENCH_AB_CALL, the call made: `stream` (a
+ * Responses stream of 20 events, the default), `plain` (the same, not streamed) or `translated` (a
+ * Messages stream, translated to the provider's Responses and back); BENCH_AB_GUARDRAILS, stages
+ * whose three guardrails are on (`input`, `output`, or `input,output`; none by default);
+ * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (8). Both gateways read one
+ * database, this checkout's schema. Prints each round, then the median CPU per call of each
+ * process, and the two gateways' difference round by round.
+ */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { Pool } from "undici";
+import { here, withHarness, waitUntilServed, type Harness } from "./harness.ts";
+import { callOnce, closedLoop, responsesPath, streamOnce, type Target } from "./load.ts";
+import { messagesRequestBody, requestBody, variedModel } from "./payloads.ts";
+import { cpuSecondsOf } from "./processes.ts";
+import { configureGateway, expectStatus, gatewayCapacity, providerApiKey } from "./setup.ts";
+
+const base = process.env.BENCH_AB_BASE;
+if (!base || !existsSync(path.join(base, "src", "main.ts"))) {
+  throw new Error("BENCH_AB_BASE must name another checkout of Warden (a directory with src/main.ts), for example a git worktree");
+}
+const call = process.env.BENCH_AB_CALL ?? "stream";
+if (!["stream", "plain", "translated"].includes(call)) throw new Error(`BENCH_AB_CALL must be stream, plain or translated, got "${call}"`);
+const stages = (process.env.BENCH_AB_GUARDRAILS ?? "").split(",").filter(Boolean);
+if (stages.some((s) => s !== "input" && s !== "output")) throw new Error(`BENCH_AB_GUARDRAILS must list input and/or output, got "${process.env.BENCH_AB_GUARDRAILS}"`);
+const calls = Number(process.env.BENCH_AB_CALLS ?? "3000");
+const rounds = Number(process.env.BENCH_AB_ROUNDS ?? "8");
+const concurrency = 64;
+
+interface Side {
+  name: string;
+  pid: number;
+  pool: Pool;
+  target: Target;
+  body(i: number): Buffer;
+  /** Learned from the first answer: every later one must be as long. */
+  bytes: number;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function sides(h: Harness, providerUrl: string): Promise<Side[]> {
+  const { key } = await configureGateway(h.admin, providerUrl);
+  for (const kind of ["pii", "prompt_injection", "content_safety"]) {
+    for (const stage of stages) await expectStatus(h.admin, "POST", "/v1/gateway/guardrails", 201, { kind, stage, enabled: true });
+  }
+  const proxy = h.start("bare proxy", ["--expose-gc", ...h.nodeFlags, here("bare-proxy.ts")], h.cores?.middle, {
+    ...process.env,
+    BENCH_UPSTREAM: providerUrl,
+    BENCH_CONNECTIONS: String(gatewayCapacity),
+  });
+  const proxyUrl = `http://127.0.0.1:${(await h.guarded(proxy.next("ready"))).port}`;
+  const ours = await h.startGateway("gateway (this checkout)");
+  const theirs = await h.startGateway("gateway (BENCH_AB_BASE)", {}, h.nodeFlags, base);
+  const stream = call !== "plain";
+  const translated = call === "translated";
+  const prompt = (i: number) => `Say hello in one short sentence. (${i})`;
+  const side = (name: string, origin: string, pid: number, secret: string, viaGateway: boolean): Side => {
+    const messages = translated && viaGateway;
+    return {
+      name,
+      pid,
+      pool: new Pool(origin, { connections: concurrency }),
+      target: {
+        name,
+        origin,
+        path: messages ? "/v1/messages" : responsesPath,
+        headers: { "content-type": "application/json", authorization: `Bearer ${secret}`, ...(messages ? { "anthropic-version": "2023-06-01" } : {}) },
+      },
+      body: (i) => (messages ? messagesRequestBody(variedModel, stream, prompt(i)) : requestBody(variedModel, stream, prompt(i))),
+      bytes: Number.NaN,
+    };
+  };
+  const all = [
+    side("bare proxy", proxyUrl, proxy.pid, providerApiKey, false),
+    side("gateway (this checkout)", ours.url, ours.child.pid, key.secret, true),
+    side("gateway (BENCH_AB_BASE)", theirs.url, theirs.child.pid, key.secret, true),
+  ];
+  for (const s of all) {
+    h.defer(() => s.pool.destroy());
+    s.bytes = await h.guarded(firstAnswerBytes(s));
+  }
+  return all;
+}
+
+/** One call, retried until the process serves; the length of its answer. */
+async function firstAnswerBytes(s: Side): Promise<number> {
+  let bytes = 0;
+  await waitUntilServed(s.name, async () => {
+    const res = await s.pool.request({ method: "POST", path: s.target.path ?? responsesPath, headers: s.target.headers, body: s.body(0) });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`${s.name}: ${res.statusCode} ${text.slice(0, 300)}`);
+    bytes = Buffer.byteLength(text);
+  });
+  return bytes;
+}
+
+await withHarness(
+  (message) => console.error(`[ab] ${message}`),
+  async (h) => {
+    const provider = await h.startProvider();
+    const all = await sides(h, provider.url);
+    let sequence = 1;
+    const once = (s: Side) => (call === "plain" ? callOnce(s.pool, s.target, s.body(sequence++), s.bytes) : streamOnce(s.pool, s.target, s.body(sequence++), s.bytes));
+    h.pinGenerator();
+    for (const s of all) await h.guarded(closedLoop(Math.min(calls, 1500), concurrency, () => once(s)));
+    const cpu = new Map<string, number[]>(all.map((s) => [s.name, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (const s of round % 2 === 0 ? all : [...all].reverse()) {
+        const before = cpuSecondsOf(s.pid);
+        const ms = await h.guarded(closedLoop(calls, concurrency, () => once(s)));
+        const us = ((cpuSecondsOf(s.pid) - before) / calls) * 1e6;
+        cpu.get(s.name)!.push(us);
+        console.error(`[ab] round ${round + 1}: ${s.name}: ${Math.round(calls / (ms / 1000))} req/s, ${us.toFixed(0)} µs CPU per call`);
+      }
+    }
+    const call_ = `${call}${stages.length > 0 ? `, guardrails on ${stages.join(" and ")}` : ""}`;
+    console.log(`Call: ${call_}; ${calls} calls per process and round at c=${concurrency}, ${rounds} rounds; BENCH_AB_BASE=${base}`);
+    for (const [name, xs] of cpu) console.log(`${name}: median ${median(xs).toFixed(0)} µs CPU per call (rounds: ${xs.map((x) => x.toFixed(0)).join(", ")})`);
+    // Each round's two gateways ran next to each other: their difference is read round by round.
+    const ours = cpu.get("gateway (this checkout)")!;
+    const theirs = cpu.get("gateway (BENCH_AB_BASE)")!;
+    const differences = ours.map((us, i) => us - theirs[i]!);
+    const signed = (us: number) => `${us >= 0 ? "+" : ""}${us.toFixed(0)}`;
+    console.log(
+      `This checkout over BENCH_AB_BASE, round by round: median ${signed(median(differences))} µs CPU per call ` +
+        `(${((median(differences) / median(theirs)) * 100).toFixed(1)} %; rounds: ${differences.map(signed).join(", ")})`,
+    );
+  },
+);
