@@ -8,9 +8,12 @@
  * first is read here.
  *
  * Settings (environment): BENCH_AB_BASE (required); BENCH_AB_CALL, the call made: `stream` (a
- * Responses stream of 20 events, the default), `plain` (the same, not streamed) or `translated` (a
- * Messages stream, translated to the provider's Responses and back); BENCH_AB_GUARDRAILS, stages
+ * Responses stream of 20 events, the default), `plain` (the same, not streamed), `conversation`
+ * (a 20-message conversation of 8 KB, not streamed) or `translated` (a Messages stream,
+ * translated to the provider's Responses and back); BENCH_AB_GUARDRAILS, stages
  * whose three guardrails are on (`input`, `output`, or `input,output`; none by default);
+ * BENCH_AB_BASE_ENV, settings for the BENCH_AB_BASE gateway only (`WARDEN_ACCESS_LOG=false,…`:
+ * with BENCH_AB_BASE naming this checkout, a setting's cost is read the same way);
  * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (8). Both gateways read one
  * database, this checkout's schema. Prints each round, then the median CPU per call of each
  * process, and the two gateways' difference round by round.
@@ -20,7 +23,7 @@ import path from "node:path";
 import { Pool } from "undici";
 import { here, withHarness, waitUntilServed, type Harness } from "./harness.ts";
 import { callOnce, closedLoop, responsesPath, streamOnce, type Target } from "./load.ts";
-import { messagesRequestBody, requestBody, variedModel } from "./payloads.ts";
+import { conversationBody, messagesRequestBody, requestBody, variedModel } from "./payloads.ts";
 import { cpuSecondsOf } from "./processes.ts";
 import { configureGateway, expectStatus, gatewayCapacity, providerApiKey } from "./setup.ts";
 
@@ -29,9 +32,19 @@ if (!base || !existsSync(path.join(base, "src", "main.ts"))) {
   throw new Error("BENCH_AB_BASE must name another checkout of Warden (a directory with src/main.ts), for example a git worktree");
 }
 const call = process.env.BENCH_AB_CALL ?? "stream";
-if (!["stream", "plain", "translated"].includes(call)) throw new Error(`BENCH_AB_CALL must be stream, plain or translated, got "${call}"`);
+if (!["stream", "plain", "conversation", "translated"].includes(call)) throw new Error(`BENCH_AB_CALL must be stream, plain, conversation or translated, got "${call}"`);
 const stages = (process.env.BENCH_AB_GUARDRAILS ?? "").split(",").filter(Boolean);
 if (stages.some((s) => s !== "input" && s !== "output")) throw new Error(`BENCH_AB_GUARDRAILS must list input and/or output, got "${process.env.BENCH_AB_GUARDRAILS}"`);
+const baseEnv = Object.fromEntries(
+  (process.env.BENCH_AB_BASE_ENV ?? "")
+    .split(",")
+    .filter(Boolean)
+    .map((pair) => {
+      const at = pair.indexOf("=");
+      if (at < 1) throw new Error(`BENCH_AB_BASE_ENV must be a list of NAME=value, got "${pair}"`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+);
 const calls = Number(process.env.BENCH_AB_CALLS ?? "3000");
 const rounds = Number(process.env.BENCH_AB_ROUNDS ?? "8");
 const concurrency = 64;
@@ -60,8 +73,8 @@ async function sides(h: Harness, providerUrl: string): Promise<Side[]> {
   });
   const proxyUrl = `http://127.0.0.1:${(await h.guarded(proxy.next("ready"))).port}`;
   const ours = await h.startGateway("gateway (this checkout)");
-  const theirs = await h.startGateway("gateway (BENCH_AB_BASE)", {}, h.nodeFlags, base);
-  const stream = call !== "plain";
+  const theirs = await h.startGateway("gateway (BENCH_AB_BASE)", baseEnv, h.nodeFlags, base);
+  const stream = call === "stream" || call === "translated";
   const translated = call === "translated";
   const prompt = (i: number) => `Say hello in one short sentence. (${i})`;
   const side = (name: string, origin: string, pid: number, secret: string, viaGateway: boolean): Side => {
@@ -76,7 +89,8 @@ async function sides(h: Harness, providerUrl: string): Promise<Side[]> {
         path: messages ? "/v1/messages" : responsesPath,
         headers: { "content-type": "application/json", authorization: `Bearer ${secret}`, ...(messages ? { "anthropic-version": "2023-06-01" } : {}) },
       },
-      body: (i) => (messages ? messagesRequestBody(variedModel, stream, prompt(i)) : requestBody(variedModel, stream, prompt(i))),
+      body: (i) =>
+        messages ? messagesRequestBody(variedModel, stream, prompt(i)) : call === "conversation" ? conversationBody(variedModel, i) : requestBody(variedModel, stream, prompt(i)),
       bytes: Number.NaN,
     };
   };
@@ -109,8 +123,9 @@ await withHarness(
   async (h) => {
     const provider = await h.startProvider();
     const all = await sides(h, provider.url);
+    const stream = call === "stream" || call === "translated";
     let sequence = 1;
-    const once = (s: Side) => (call === "plain" ? callOnce(s.pool, s.target, s.body(sequence++), s.bytes) : streamOnce(s.pool, s.target, s.body(sequence++), s.bytes));
+    const once = (s: Side) => (stream ? streamOnce : callOnce)(s.pool, s.target, s.body(sequence++), s.bytes);
     h.pinGenerator();
     for (const s of all) await h.guarded(closedLoop(Math.min(calls, 1500), concurrency, () => once(s)));
     const cpu = new Map<string, number[]>(all.map((s) => [s.name, []]));
@@ -124,7 +139,7 @@ await withHarness(
       }
     }
     const call_ = `${call}${stages.length > 0 ? `, guardrails on ${stages.join(" and ")}` : ""}`;
-    console.log(`Call: ${call_}; ${calls} calls per process and round at c=${concurrency}, ${rounds} rounds; BENCH_AB_BASE=${base}`);
+    console.log(`Call: ${call_}; ${calls} calls per process and round at c=${concurrency}, ${rounds} rounds; BENCH_AB_BASE=${base}${process.env.BENCH_AB_BASE_ENV ? ` with ${process.env.BENCH_AB_BASE_ENV}` : ""}`);
     for (const [name, xs] of cpu) console.log(`${name}: median ${median(xs).toFixed(0)} µs CPU per call (rounds: ${xs.map((x) => x.toFixed(0)).join(", ")})`);
     // Each round's two gateways ran next to each other: their difference is read round by round.
     const ours = cpu.get("gateway (this checkout)")!;
