@@ -18,8 +18,9 @@
  * The guardrails are workspace-wide: they are created disabled and switched on and off between
  * phases through PATCH, and probes through both gateways show the change before anything is
  * timed. The limits are far above what the run uses: every answer must be a 200 with the whole
- * answer, which the load generator checks. Rounds interleave the configurations and rotate their
- * order.
+ * answer, which the load generator checks. Rounds interleave the configurations: the floor
+ * first, then each gateway process's configurations together, the processes taking turns at
+ * going first.
  *
  * Processes and cores as in run.ts: this process (load generator, idle management API) and the
  * fake provider on core 0; the bare proxy and both gateways on core 1 (one carries traffic at a time).
@@ -149,6 +150,18 @@ export async function runGatewayChecksBench(options: GatewayBenchOptions): Promi
     // each phase is read in that phase.
     const inPhase = (on: boolean) => configurations.filter((c) => c.guardrails === on || c.via === direct || c.via === bare);
     const floorName = (on: boolean) => (on ? "bare proxy (guardrails phase)" : "bare proxy");
+    // A round's order: direct calls and the bare proxy, then each gateway process's
+    // configurations together, the two processes taking turns at going first, and a process's
+    // own configurations swapping every other round. A gateway that runs right after the other
+    // reads 20–100 µs a call dearer than one that runs after the bare proxy (docs/performance.md,
+    // "Order within a run"); with the rounds only rotated, the Redis gateway always came right
+    // after the PostgreSQL one.
+    const ordered = (on: boolean, round: number): Configuration[] => {
+      const phase = inPhase(on);
+      const of = (gateway: Via) => rotation(phase.filter((c) => c.via.pid === gateway.pid), Math.floor(round / 2));
+      const gateways = round % 2 === 0 ? [...of(pgFree), ...of(redisFree)] : [...of(redisFree), ...of(pgFree)];
+      return [...rotation(phase.filter((c) => c.via === direct || c.via === bare), round), ...gateways];
+    };
 
     const shortPrompt = (i: number) => `Say hello in one short sentence. (${i})`;
     const payloads: Payload[] = [
@@ -213,7 +226,7 @@ export async function runGatewayChecksBench(options: GatewayBenchOptions): Promi
         for (const on of rotation([false, true], round)) {
           if (on !== guardrailsOn) await switchGuardrails(on);
           for (const p of rotation(payloads, round)) {
-            for (const c of rotation(inPhase(on), round)) {
+            for (const c of ordered(on, round)) {
               const batch = bodies(p, shares(plan.throughput, plan.rounds)[round]!);
               const cell = cells.get(keyOf(c, p, on)) ?? { calls: 0, ms: 0, cpuSeconds: 0 };
               const before = c.via.pid === undefined ? 0 : cpuSecondsOf(c.via.pid);
@@ -235,7 +248,7 @@ export async function runGatewayChecksBench(options: GatewayBenchOptions): Promi
       for (let round = 0; round < plan.rounds; round++) {
         for (const on of rotation([false, true], round)) {
           if (on !== guardrailsOn) await switchGuardrails(on);
-          for (const c of rotation(inPhase(on), round)) {
+          for (const c of ordered(on, round)) {
             const batch = bodies(short, shares(plan.latency, plan.rounds)[round]!);
             let next = 0;
             const run = await guarded(
