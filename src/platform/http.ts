@@ -84,8 +84,8 @@ const HELD_CHUNKS_LOW = 4;
 /**
  * A stream's chunks as an async iterator, read through its events as {@link readAll} reads it, for
  * the same reason: `for await` over a stream costs each chunk an iterator step, promises and
- * end-of-stream bookkeeping (with a generator that types its errors around it, 40 µs of a
- * 20-event stream, measured). Errors (and a close before the end, a premature close) reject
+ * end-of-stream bookkeeping (about 15 µs of a 20-chunk stream in process, against its events).
+ * Errors (and a close before the end, a premature close) reject
  * `next()` once `mapError` has typed them; `return()` destroys the stream, as an abandoned
  * `for await` does. While the reader does not keep up, the stream is paused, so that what it
  * holds stays bounded.
