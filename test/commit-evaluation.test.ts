@@ -6,6 +6,7 @@
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
+import { descriptorsOn } from "./support/descriptors.ts";
 import { client, type Call } from "./support/http.ts";
 import { pushBundle, tarOf } from "./support/bundles.ts";
 import { iso, uuid } from "./support/matchers.ts";
@@ -129,6 +130,17 @@ describe("a commit pushed as the Python SDK pushes it", () => {
     const prefix = `The bundle at ${(done.commit as { storageUri: string }).storageUri} could not be read: `;
     expect(String(done.statusMessage).startsWith(prefix + reason)).toBe(true);
     expect((await call("GET", `/v1/versions/${id}/results`)).body).toEqual({ items: [] });
+  });
+
+  it("a zip of many reads (a failure at its first bytes) lets go of the file", async () => {
+    const id = await push(Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(300 * 1024)]));
+    const done = await settled(id);
+    expect(done.statusMessage).toMatch(/The bundle is a zip archive/);
+    // The app runs in this process: none of its file descriptors may stay on the object (left to
+    // the garbage collector, one did, and Node warned when it closed it).
+    const key = (done.commit as { storageUri: string }).storageUri.slice("local://".length);
+    await until(async () => descriptorsOn(key).length === 0, "the evaluation to close the bundle's file", 2_000);
+    expect(descriptorsOn(key)).toEqual([]);
   });
 
   it("a storageUri of another workspace's object fails as a missing one does", async () => {

@@ -9,7 +9,9 @@
 import { tableFromArrays, tableToIPC } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApp, type TestApp } from "./support/app.ts";
+import { descriptorsOn } from "./support/descriptors.ts";
 import { pythonPost } from "./support/python-upload.ts";
+import { until } from "./support/wait.ts";
 import { addWorkspace } from "./support/workspace.ts";
 
 let t: TestApp;
@@ -336,5 +338,22 @@ describe("Python SDK", () => {
     expect(loaded.status).toBe(400);
     expect((loaded.json as { error: string }).error).toBe("row 2 of the file.latency must be a number");
     expect((await send("GET", `/v1/inference-pipelines/${pipelineId}/rows/j-1`, pyHeaders())).status).toBe(404);
+  });
+
+  it("a load that stops at a bad row early in a long file lets go of the file", async () => {
+    const presigned = await presign("long.jsonl");
+    // Many reads of the file (64 KiB each), the second row bad: the load stops after the first.
+    const rows = ['{"id":"l-1","output":"ok"}', '{"id":"l-2","output":"ok","latency":"slow"}'];
+    for (let i = 3; i <= 4000; i++) rows.push(`{"id":"l-${i}","output":"${"x".repeat(60)}"}`);
+    expect(await upload(presigned.url, presigned.fields, "long.jsonl", Buffer.from(rows.join("\n")))).toBe(200);
+    const body = { storageUri: presigned.storageUri, performDataMerge: false, config: { outputColumnName: "output", inferenceIdColumnName: "id", latencyColumnName: "latency" } };
+    const loaded = await send("POST", `/v1/inference-pipelines/${pipelineId}/data`, pyHeaders(), JSON.stringify(body));
+    expect(loaded.status).toBe(400);
+    expect((loaded.json as { error: string }).error).toBe("row 2 of the file.latency must be a number");
+    // The app runs in this process: none of its file descriptors may stay on the object (left to
+    // the garbage collector, one did, and Node warned when it closed it).
+    const key = presigned.storageUri.slice("local://".length);
+    await until(async () => descriptorsOn(key).length === 0, "the load to close the object's file", 2_000);
+    expect(descriptorsOn(key)).toEqual([]);
   });
 });

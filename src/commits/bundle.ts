@@ -47,6 +47,16 @@ async function* withHead(first: Uint8Array, rest: AsyncIterator<Uint8Array>): As
  */
 export async function readBundle(body: AsyncIterable<Uint8Array>, readDataset?: DatasetReader): Promise<Bundle> {
   const iterator = body[Symbol.asyncIterator]();
+  // However the reading ends (a zip, a bad entry, a dataset refused), the object is let go: a
+  // local file left half read stays open until a garbage collection closes it.
+  try {
+    return await readFrom(iterator, readDataset);
+  } finally {
+    await iterator.return?.();
+  }
+}
+
+async function readFrom(iterator: AsyncIterator<Uint8Array>, readDataset: DatasetReader | undefined): Promise<Bundle> {
   const first = await iterator.next();
   if (first.done || first.value.length === 0) throw new BundleError("The bundle is empty");
   const head = first.value;

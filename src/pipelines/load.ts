@@ -34,15 +34,14 @@ export interface LoadRequest {
 const LOAD_BATCH = 1000;
 
 /** The first chunk, to tell the format by, and the whole stream again. */
-async function peek(body: AsyncIterable<Uint8Array>): Promise<{ head: Uint8Array; body: AsyncIterable<Uint8Array> }> {
-  const iterator = body[Symbol.asyncIterator]();
-  const first = await iterator.next();
+async function peek(chunks: AsyncIterator<Uint8Array>): Promise<{ head: Uint8Array; body: AsyncIterable<Uint8Array> }> {
+  const first = await chunks.next();
   const head = first.done ? new Uint8Array() : first.value;
   return {
     head,
     body: (async function* () {
       if (!first.done) yield first.value;
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+      for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
     })(),
   };
 }
@@ -55,27 +54,34 @@ async function peek(body: AsyncIterable<Uint8Array>): Promise<{ head: Uint8Array
 export async function loadRows(files: DataFiles, store: RowStore, pipeline: PipelineTarget, request: LoadRequest): Promise<void> {
   const mapping = streamMapping(request.config, pipeline.taskType, { merge: request.merge });
   const object = await files.objects.open(pipeline.workspaceId, request.storageUri, { maxBytes: files.maxBytes, signal: request.signal });
-  const { head, body } = await peek(object.body);
-  // Arrow is told by its bytes, whatever the name: the Python SDK uploads a CSV under the .arrow name it asked for.
-  const format = dataFileFormat(object.objectName, head);
-  if (!format) throw invalidArgument("The file is not CSV, JSON Lines or Arrow IPC");
-  const now = Date.now() / 1000;
-  const config = request.merge ? undefined : dataConfigToJson(request.config);
-  await store.write(pipeline.id, { config }, async (writer) => {
-    let offset = 0;
-    const limits = { maxBytes: files.maxBytes, maxRows: files.maxRows, batchSize: LOAD_BATCH };
-    for await (const batch of readRows(body, format, limits)) {
-      const where = (i: number) => `row ${offset + i + 1} of the file`;
-      if (request.merge) {
-        const missing = await writer.merge(batch.map((row, i) => rowPatch(row, mapping, now, where(i))), mapping);
-        if (missing.length > 0) {
-          throw invalidArgument(`${missing.length} rows of the file name inference IDs that the pipeline does not have, such as "${missing[0]}"; nothing was merged`);
+  const chunks = object.body[Symbol.asyncIterator]();
+  // However the load ends (a bad row, an unknown format, the database), the object is let go: a
+  // local file left half read stays open until a garbage collection closes it.
+  try {
+    const { head, body } = await peek(chunks);
+    // Arrow is told by its bytes, whatever the name: the Python SDK uploads a CSV under the .arrow name it asked for.
+    const format = dataFileFormat(object.objectName, head);
+    if (!format) throw invalidArgument("The file is not CSV, JSON Lines or Arrow IPC");
+    const now = Date.now() / 1000;
+    const config = request.merge ? undefined : dataConfigToJson(request.config);
+    await store.write(pipeline.id, { config }, async (writer) => {
+      let offset = 0;
+      const limits = { maxBytes: files.maxBytes, maxRows: files.maxRows, batchSize: LOAD_BATCH };
+      for await (const batch of readRows(body, format, limits)) {
+        const where = (i: number) => `row ${offset + i + 1} of the file`;
+        if (request.merge) {
+          const missing = await writer.merge(batch.map((row, i) => rowPatch(row, mapping, now, where(i))), mapping);
+          if (missing.length > 0) {
+            throw invalidArgument(`${missing.length} rows of the file name inference IDs that the pipeline does not have, such as "${missing[0]}"; nothing was merged`);
+          }
+        } else {
+          await writer.insert(firstOfEachId(normalizeRows(batch, mapping, now, where)), mapping);
         }
-      } else {
-        await writer.insert(firstOfEachId(normalizeRows(batch, mapping, now, where)), mapping);
+        offset += batch.length;
       }
-      offset += batch.length;
-    }
-    if (offset === 0) throw invalidArgument("The file holds no rows");
-  });
+      if (offset === 0) throw invalidArgument("The file holds no rows");
+    });
+  } finally {
+    await chunks.return?.();
+  }
 }
