@@ -42,6 +42,8 @@ export class ConfigWatcher {
   #stopped = false;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #heartbeatTimer: NodeJS.Timeout | undefined;
+  /** The connection whose heartbeat is still unanswered, if any. */
+  #beating: DeadlineClient | undefined;
 
   private constructor(options: WatcherOptions, snapshot: GatewaySnapshot) {
     this.#options = options;
@@ -139,11 +141,22 @@ export class ConfigWatcher {
     this.#listener = client;
   }
 
-  /** A `select 1` on the listener's connection; one not answered in time closes it (DeadlineClient). */
+  /**
+   * A `select 1` on the listener's connection; one not answered in time closes it (DeadlineClient).
+   * None while the last is still waiting on that connection (a database slow to answer): it would
+   * only queue behind it, and a query queued on a busy pg client is deprecated (pg warns once two
+   * wait; pg 9 refuses it).
+   */
   #heartbeat(): void {
     const client = this.#listener;
-    if (!client) return;
-    client.query("select 1").catch((err: unknown) => this.#lose(client, err));
+    if (!client || this.#beating === client) return;
+    this.#beating = client;
+    client
+      .query("select 1")
+      .catch((err: unknown) => this.#lose(client, err))
+      .finally(() => {
+        if (this.#beating === client) this.#beating = undefined;
+      });
   }
 
   /** The listener (if it is still the current one) is gone or not to be trusted: a new one follows. */
