@@ -45,6 +45,7 @@ const baseEnv = Object.fromEntries(
       return [pair.slice(0, at), pair.slice(at + 1)];
     }),
 );
+const stream = call === "stream" || call === "translated";
 const calls = Number(process.env.BENCH_AB_CALLS ?? "3000");
 const rounds = Number(process.env.BENCH_AB_ROUNDS ?? "12");
 if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) throw new Error(`BENCH_AB_ROUNDS must be an even number, got "${process.env.BENCH_AB_ROUNDS}"`);
@@ -75,7 +76,6 @@ async function sides(h: Harness, providerUrl: string): Promise<Side[]> {
   const proxyUrl = `http://127.0.0.1:${(await h.guarded(proxy.next("ready"))).port}`;
   const ours = await h.startGateway("gateway (this checkout)");
   const theirs = await h.startGateway("gateway (BENCH_AB_BASE)", baseEnv, h.nodeFlags, base);
-  const stream = call === "stream" || call === "translated";
   const translated = call === "translated";
   const prompt = (i: number) => `Say hello in one short sentence. (${i})`;
   const side = (name: string, origin: string, pid: number, secret: string, viaGateway: boolean): Side => {
@@ -124,7 +124,6 @@ await withHarness(
   async (h) => {
     const provider = await h.startProvider();
     const all = await sides(h, provider.url);
-    const stream = call === "stream" || call === "translated";
     let sequence = 1;
     const once = (s: Side) => (stream ? streamOnce : callOnce)(s.pool, s.target, s.body(sequence++), s.bytes);
     h.pinGenerator();
