@@ -27,7 +27,7 @@ export function passedStream(events: AsyncIterable<SseEvent>, format: FormatName
     async next() {
       const result = await sent.next();
       if (result.done) return { done: true, value: undefined };
-      meter.observe(result.value);
+      closedOnThrow(sent, () => meter.observe(result.value));
       last = result.value;
       return { done: false, value: result.value.raw };
     },
@@ -66,8 +66,10 @@ export function translatedStream(events: AsyncIterable<SseEvent>, reader: Stream
       for (;;) {
         const result = await sent.next();
         if (result.done) return { done: true, value: undefined };
-        meter.observeCanonical(result.value);
-        const written = writer.write(result.value);
+        const written = closedOnThrow(sent, () => {
+          meter.observeCanonical(result.value);
+          return writer.write(result.value);
+        });
         if (written !== "") return { done: false, value: written };
       }
     },
@@ -78,6 +80,21 @@ export function translatedStream(events: AsyncIterable<SseEvent>, reader: Stream
     [Symbol.asyncIterator]: () => pieces,
   };
   return { pieces, errorEvent: (message) => writer.error(message) };
+}
+
+/**
+ * `work`'s value; if it throws, `source` is closed (and the upstream body with it), as a
+ * generator's `for await` closes what it reads when its body throws: a caller's `for await` does
+ * not close an iterator whose own `next()` threw. Synchronous, so that each event costs no
+ * promise more; the close is not awaited.
+ */
+function closedOnThrow<T>(source: AsyncIterator<unknown>, work: () => T): T {
+  try {
+    return work();
+  } catch (err) {
+    source.return?.()?.catch(() => undefined);
+    throw err;
+  }
 }
 
 /** Unix seconds, for answers whose format carries a creation time the provider's does not. */
