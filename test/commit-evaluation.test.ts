@@ -139,7 +139,7 @@ describe("a commit pushed as the Python SDK pushes it", () => {
     // The app runs in this process: none of its file descriptors may stay on the object (left to
     // the garbage collector, one did, and Node warned when it closed it).
     const key = (done.commit as { storageUri: string }).storageUri.slice("local://".length);
-    await until(async () => descriptorsOn(key).length === 0, "the evaluation to close the bundle's file", 2_000);
+    await until(async () => descriptorsOn(key).length === 0, "the evaluation to close the bundle's file", 5_000);
     expect(descriptorsOn(key)).toEqual([]);
   });
 

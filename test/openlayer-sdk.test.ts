@@ -353,7 +353,7 @@ describe("Python SDK", () => {
     // The app runs in this process: none of its file descriptors may stay on the object (left to
     // the garbage collector, one did, and Node warned when it closed it).
     const key = presigned.storageUri.slice("local://".length);
-    await until(async () => descriptorsOn(key).length === 0, "the load to close the object's file", 2_000);
+    await until(async () => descriptorsOn(key).length === 0, "the load to close the object's file", 5_000);
     expect(descriptorsOn(key)).toEqual([]);
   });
 });

@@ -1,17 +1,7 @@
 import { PassThrough, Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { readChunks } from "../src/platform/http.ts";
-
-/** Every chunk the iterator gives, and what it threw at the end, if anything. */
-async function drain(chunks: AsyncIterable<Buffer>): Promise<{ text: string[]; error: unknown }> {
-  const text: string[] = [];
-  try {
-    for await (const chunk of chunks) text.push(chunk.toString());
-    return { text, error: undefined };
-  } catch (error) {
-    return { text, error };
-  }
-}
+import { drain } from "./support/drain.ts";
 
 describe("readChunks", () => {
   it("gives every chunk in order, then ends", async () => {

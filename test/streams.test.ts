@@ -3,6 +3,7 @@ import { passedStream, translatedStream } from "../src/gateway/dataplane/streams
 import type { StreamReader, StreamWriter } from "../src/gateway/formats/format.ts";
 import { SseEvent } from "../src/gateway/providers/sse.ts";
 import { StreamMeter } from "../src/gateway/usage/stream-meter.ts";
+import { drain } from "./support/drain.ts";
 
 /** A provider's events, as an iterator that says whether it was closed (as the upstream body would be). */
 function provider(count: number): { events: AsyncIterableIterator<SseEvent>; closed: () => boolean } {
@@ -23,21 +24,11 @@ function provider(count: number): { events: AsyncIterableIterator<SseEvent>; clo
   return { events, closed: () => closed };
 }
 
-async function drain(pieces: AsyncIterable<Buffer | string>): Promise<{ out: string[]; error: unknown }> {
-  const out: string[] = [];
-  try {
-    for await (const piece of pieces) out.push(piece.toString());
-    return { out, error: undefined };
-  } catch (error) {
-    return { out, error };
-  }
-}
-
 describe("outgoing streams", () => {
   it("pass the provider's events through whole, in order, metering each", async () => {
     const { events, closed } = provider(3);
     const meter = new StreamMeter(0);
-    const { out, error } = await drain(passedStream(events, "responses", meter).pieces);
+    const { text: out, error } = await drain(passedStream(events, "responses", meter).pieces);
     expect(error).toBeUndefined();
     expect(out).toEqual([1, 2, 3].map((n) => `event: response.output_text.delta\ndata: {"delta":"d${n}"}\n\n`));
     expect(meter.text).toEqual({ kept: "", total: 6 });
@@ -65,7 +56,7 @@ describe("outgoing streams", () => {
       },
       error: () => "",
     };
-    const { out, error } = await drain(translatedStream(events, reader, writer, new StreamMeter(0)).pieces);
+    const { text: out, error } = await drain(translatedStream(events, reader, writer, new StreamMeter(0)).pieces);
     expect(out).toEqual(["data: x\n\n"]);
     expect((error as Error).message).toBe("cannot write this event");
     // The close is started, not awaited, by the one that threw: the generator in between closes

@@ -783,9 +783,9 @@ async function firstEventRead(body: AsyncIterable<Buffer>): Promise<AsyncIterabl
       first = undefined;
       return Promise.resolve(result);
     },
-    return(value?: unknown) {
+    return() {
       first = undefined;
-      return iterator.return(value as void);
+      return iterator.return(undefined);
     },
     [Symbol.asyncIterator]: () => events,
   };
