@@ -4,8 +4,8 @@
  * reports the cross-validated figures). See train-injection.ts for the method.
  */
 import { InjectionFeaturizer, STRONG_RULE } from "../src/gateway/guardrails/detectors/injection-features.ts";
-import { RULE_FAMILIES, type RuleFamily } from "../src/gateway/guardrails/detectors/injection-rules.ts";
-import { blockingEvidence, combineScores, injectionEvidence } from "../src/gateway/guardrails/detectors/injection.ts";
+import { NEVER_BLOCKING, RULE_FAMILIES, type RuleFamily } from "../src/gateway/guardrails/detectors/injection-rules.ts";
+import { blockingEvidence, classifierSay, combineScores, injectionEvidence } from "../src/gateway/guardrails/detectors/injection.ts";
 import { logit, sigmoid, type FeatureConfig } from "../src/gateway/guardrails/detectors/text-features.ts";
 import { injectionRows, type InjectionRow, type InjectionSource } from "./guardrail-data.ts";
 
@@ -69,6 +69,8 @@ export interface Example {
   label: 0 | 1;
   row: InjectionRow;
   families: Partial<Record<RuleFamily, number>>;
+  /** A plain role prompt: the classifier's say is weighed as a mention's (injection.ts). */
+  rolePrompt: boolean;
   x: SparseVector;
 }
 
@@ -80,7 +82,7 @@ export function developmentExamples(): Example[] {
     const evidence = injectionEvidence(text);
     const x: SparseVector = new Map();
     featurizer.visit(evidence, (bucket, value) => x.set(bucket, (x.get(bucket) ?? 0) + value));
-    return { id: row.id, text, label: row.label, row, families: evidence.families, x };
+    return { id: row.id, text, label: row.label, row, families: evidence.families, rolePrompt: evidence.rolePrompt, x };
   });
 }
 
@@ -137,10 +139,12 @@ export function margin(model: Model, x: SparseVector): number {
 
 /**
  * Rule families that block on their own: those that match some attack at weight ≥ 0.5 and no
- * benign row of any file (hard, plain or harmful) at that weight. The others stay features only.
+ * benign row of any file (hard, plain or harmful) at that weight, never those of NEVER_BLOCKING.
+ * The others stay features only.
  */
 export function blockingRules(all: readonly Example[]): RuleFamily[] {
   return RULE_FAMILIES.filter((family) => {
+    if (NEVER_BLOCKING.has(family)) return false;
     const strong = (e: Example): boolean => (e.families[family] ?? 0) >= STRONG_RULE;
     return all.some((e) => e.label === 1 && strong(e)) && !all.some((e) => e.label === 0 && strong(e));
   });
@@ -199,20 +203,24 @@ export function crossValidate(all: Example[], scheme: Scheme): CrossValidation {
 
 /** The combined score of example i once the classifier's margin is shifted by the cut. */
 export function scoreAt(cv: CrossValidation, i: number, cut: number): number {
-  return combineScores(cv.rules[i] ?? 0, sigmoid((cv.margins[i] ?? 0) - cut));
+  return combineScores(cv.rules[i] ?? 0, classifierSay(sigmoid((cv.margins[i] ?? 0) - cut), cv.examples[i]!));
 }
 
 /**
  * The lowest cut at which at most `budget` of the hard benign rows score at or above the
- * threshold. A row stays below it while margin − cut < logit(1 − 0.5 / (1 − rules)).
+ * threshold. A row stays below it while margin − cut < logit(p), p = (1 − 0.5 / (1 − rules)) / f,
+ * f the factor of the classifier's say (1, or a plain role prompt's MENTION_FACTOR): never
+ * reached when p ≥ 1.
  */
 export function chooseCut(cv: CrossValidation, budget: number): number {
   const needs = cv.examples
     .map((e, i) => ({ e, i }))
     .filter(({ e }) => e.label === 0 && e.row.benign === "hard")
-    .map(({ i }) => {
+    .map(({ e, i }) => {
       const rules = cv.rules[i] ?? 0;
-      return rules >= THRESHOLD ? Number.NEGATIVE_INFINITY : (cv.margins[i] ?? 0) - logit(1 - THRESHOLD / (1 - rules));
+      if (rules >= THRESHOLD) return Number.NEGATIVE_INFINITY;
+      const needed = (1 - THRESHOLD / (1 - rules)) / classifierSay(1, e);
+      return needed >= 1 ? Number.NEGATIVE_INFINITY : (cv.margins[i] ?? 0) - logit(needed);
     })
     .sort((a, b) => b - a);
   const allowed = Math.floor(budget * needs.length);

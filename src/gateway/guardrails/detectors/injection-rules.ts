@@ -58,6 +58,13 @@ export const MENTION_DISCOUNTED: ReadonlySet<RuleFamily> = new Set<RuleFamily>([
   "output_forcing",
 ]);
 
+/**
+ * Families that never block on their own, whatever the data: a role is no attack by itself ("I
+ * want you to act as a SQL terminal"); what a jailbreak adds to one (a persona without limits,
+ * staying in character whatever is asked) is persona_jailbreak's and jailbreak_template's.
+ */
+export const NEVER_BLOCKING: ReadonlySet<RuleFamily> = new Set<RuleFamily>(["role_assignment"]);
+
 /** Multiplier for a discounted family's weight in a mention. */
 export const MENTION_FACTOR = 0.4;
 

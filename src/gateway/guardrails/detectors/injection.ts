@@ -51,7 +51,7 @@ export interface InjectionWeightsFile {
 
 export interface InjectionExplanation {
   score: number;
-  /** The classifier's probability alone. */
+  /** The classifier's say alone: its probability, a plain role prompt's weighed as a mention (see {@link classifierSay}). */
   classifier: number;
   /** The evidence of the blocking rule families alone. */
   rules: number;
@@ -334,6 +334,36 @@ export interface InjectionEvidence {
   tokens: string[];
   /** Every rule family that matched, patterns and cue pairs, with its weight. */
   families: Partial<Record<RuleFamily, number>>;
+  /** A plain role prompt (see {@link plainRolePrompt}): the classifier's say is weighed as a mention's. */
+  rolePrompt: boolean;
+}
+
+/**
+ * A text that opens by giving the assistant a role: "I want you to act as a travel guide…", "Act
+ * as a Linux terminal…", and the same in DE/ES/FR. Role prompts are the commonest benign prompt
+ * there is, and the classifier, which learnt personas from jailbreaks, cannot tell them apart on
+ * kinds of text it has not seen (docs/guardrails.md, "Role prompts").
+ */
+const ROLE_OPENING =
+  /^\W*(?:i\s+(?:want|would\s+like|need)\s+you\s+to\s+(?:act|behave|serve|function)\s+(?:as|like)|(?:please\s+)?act\s+(?:as|like)\s+(?:a|an|my|the)\b|ich\s+möchte,?\s+dass\s+(?:sie|du)\s+als\b|quiero\s+que\s+actúes\s+como\b|je\s+veux\s+que\s+tu\s+agisses\s+comme\b)/;
+
+/**
+ * Whether a folded text is a plain role prompt: it opens with a role (above) and nothing else in
+ * it matches any rule family, strong or weak (no persona without limits, no override, no secret
+ * asked for, not even "uncensored"): a role and its task, no more. What a jailbreak adds to a
+ * role is what the rules look for.
+ */
+export function plainRolePrompt(folded: string, families: Partial<Record<RuleFamily, number>>): boolean {
+  for (const family in families) if (family !== "role_assignment") return false;
+  return ROLE_OPENING.test(folded);
+}
+
+/**
+ * The classifier's probability as it counts: a plain role prompt's weighed as a mention is
+ * (MENTION_FACTOR), so that it never blocks on the classifier alone.
+ */
+export function classifierSay(probability: number, evidence: Pick<InjectionEvidence, "rolePrompt">): number {
+  return evidence.rolePrompt ? probability * MENTION_FACTOR : probability;
 }
 
 export function injectionEvidence(text: string): InjectionEvidence {
@@ -344,7 +374,7 @@ export function injectionEvidence(text: string): InjectionEvidence {
   const hits = findCues(tokens, cueIndex);
   const families = ruleFamilies(text, INJECTION_RULES, folded);
   addCueFamilies(hits, families);
-  return { tokens, families };
+  return { tokens, families, rolePrompt: plainRolePrompt(folded, families) };
 }
 
 // --- Detector ---------------------------------------------------------------------------------------
@@ -359,7 +389,7 @@ export function createInjectionDetector(file: InjectionWeightsFile): InjectionDe
   const featurizer = new InjectionFeaturizer(file.features);
   const explain = (text: string): InjectionExplanation => {
     const evidence = injectionEvidence(text);
-    const classifier = sigmoid(featurizer.margin(evidence, weights, file.bias));
+    const classifier = classifierSay(sigmoid(featurizer.margin(evidence, weights, file.bias)), evidence);
     const rules = blockingEvidence(evidence.families, file.blockingRules);
     const score = combineScores(rules, classifier);
     return { score: round4(score), classifier: round4(classifier), rules: round4(rules), families: evidence.families };
