@@ -330,16 +330,18 @@ const SHAPE_CHARS = 12;
 const OWNER_WORDS = 2;
 const OWNER_CHARS = 1;
 
-/** Whether two cues are at most `words` apart, or, both in one run without spaces, `chars` apart. */
-function within(a: CueHit, b: CueHit, words: number, chars: number): boolean {
-  if (a.word === b.word && a.offset !== undefined && b.offset !== undefined) {
-    const [first, second] = a.offset <= b.offset ? [a, b] : [b, a];
-    return second.offset! - (first.offset! + (first.length ?? 0)) <= chars;
-  }
-  return Math.abs(a.word - b.word) <= words;
-}
 /** Cues read on each side of a secret: a bounded number, so that the scan stays linear in the text. */
 const SHAPE_FANOUT = 4;
+
+/** Whether two cues are at most `words` apart, or, both in one run without spaces, `chars` apart. */
+function within(a: CueHit, b: CueHit, words: number, chars: number): boolean {
+  const from = a.offset;
+  const to = b.offset;
+  if (a.word !== b.word || from === undefined || to === undefined) return Math.abs(a.word - b.word) <= words;
+  // The characters between the end of the first and the start of the second.
+  const gap = from <= to ? to - (from + (a.length ?? 0)) : from - (to + (b.length ?? 0));
+  return gap <= chars;
+}
 
 /**
  * Secret requests in the languages the patterns do not cover, by the shape they give the secret
