@@ -225,7 +225,7 @@ const LEXICON: Record<Concept, string[]> = {
   VERSE: [
     "poem*|haiku*|acrostic*|sonnet*|limerick*|rhyme*|riddle*",
     "gedicht*|haiku*|akrostichon*|reim*|rätsel*",
-    "poème*|poeme*|haïku*|acrostiche*|rime*|devinette*",
+    "poème*|poeme*|haïku*|acrostiche*|acrostique*|rime*|devinette*",
     "poema*|haiku*|acróstico*|acrostico*|rima*|adivinanza*",
     "poesia|poesie|haiku|acrostico|acrostici|rima|rime|indovinell*",
     "poema*|haicai*|haiku*|acróstico*|rima*|adivinha*",
@@ -262,7 +262,7 @@ const LEXICON: Record<Concept, string[]> = {
     "leetspeak|morse|pabaligtad|baligtad",
     "leetspeak|morse|terbalik|dibalik|eja",
     "리트스피크*|모스*|거꾸로|역순*|반대로",
-    "莱特语|摩斯|摩尔斯|倒序|反过来|颠倒|倒过来",
+    "莱特语|猪拉丁|摩斯|摩尔斯|倒序|反过来|颠倒|倒过来",
     "リートスピーク|モールス|逆順|逆さ|反対から",
     "มอร์ส|กลับด้าน|ย้อนกลับ",
   ],

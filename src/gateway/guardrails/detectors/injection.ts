@@ -17,7 +17,7 @@ import {
 } from "./injection-rules.ts";
 import { mixedWordCount, quotedSpans, shoutedRun } from "./injection-scans.ts";
 import { LiteralFilter } from "./rule-literals.ts";
-import { base64Runs, normalizeSpacing } from "./rule-text.ts";
+import { base64Runs, binaryRuns, normalizeSpacing } from "./rule-text.ts";
 import { foldText } from "./normalize.ts";
 import { dequantize, sigmoid, wordsOf, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
 
@@ -141,12 +141,18 @@ function shouted(raw: string): boolean {
 function unbase64(original: string): string | undefined {
   const runs = base64Runs(original);
   if (runs.length === 0) return undefined;
-  const decoded: string[] = [];
-  for (const run of runs) {
-    const text = Buffer.from(run, "base64").toString("utf8");
-    const printable = text.replace(/[^\x20-\x7e\n]/g, "").length;
-    if (text.length >= 12 && printable / text.length > 0.9) decoded.push(text);
-  }
+  const decoded = runs.map((run) => Buffer.from(run, "base64").toString("utf8")).filter(printable);
+  return decoded.length > 0 ? normalizeForRules(decoded.join("\n")) : undefined;
+}
+
+/** Whether decoded bytes read as text: 12 characters or more, over 90 % of them printable ASCII. */
+function printable(text: string): boolean {
+  return text.length >= 12 && text.replace(/[^\x20-\x7e\n]/g, "").length / text.length > 0.9;
+}
+
+/** Runs of binary-written bytes (rule-text.ts) that decode to mostly printable text. */
+function unbinary(original: string): string | undefined {
+  const decoded = binaryRuns(original).filter(printable);
   return decoded.length > 0 ? normalizeForRules(decoded.join("\n")) : undefined;
 }
 
@@ -160,7 +166,7 @@ function unreverse(text: string): string | undefined {
 export function ruleVariants(text: string, folded: string = foldText(text)): string[] {
   const base = normalizeSpacing(folded);
   const variants = [base];
-  for (const v of [unleet(base), unspace(text), unbase64(text), unreverse(base)]) {
+  for (const v of [unleet(base), unspace(text), unbase64(text), unbinary(text), unreverse(base)]) {
     if (v !== undefined && v !== base) variants.push(v);
   }
   return variants;

@@ -100,6 +100,31 @@ function isBase64(c: number): boolean {
   return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f;
 }
 
+/** A group of eight binary digits standing alone, and two of them in a row: where {@link binaryRuns} looks further. */
+const BINARY_PAIR = /(?:^|\s)[01]{8}\s+[01]{8}(?:\s|$)/;
+const WORDS = /\S+/g;
+
+/**
+ * Bytes written as groups of eight binary digits ("01001001 01100111 …"), eight groups or more
+ * in a row, each run decoded as UTF-8: text hidden from the rules as base64 hides it. Linear: the
+ * words are read once, and only in a text that has two such groups in a row.
+ */
+export function binaryRuns(text: string): string[] {
+  if (!BINARY_PAIR.test(text)) return [];
+  const runs: string[] = [];
+  let bytes: number[] = [];
+  const flush = () => {
+    if (bytes.length >= 8) runs.push(Buffer.from(bytes).toString("utf8"));
+    bytes = [];
+  };
+  for (const [word] of text.matchAll(WORDS)) {
+    if (word.length === 8 && /^[01]{8}$/.test(word)) bytes.push(Number.parseInt(word, 2));
+    else flush();
+  }
+  flush();
+  return runs;
+}
+
 /** The matches of `/[A-Za-z0-9+/]{24,}={0,2}/g`: runs of 24 or more base64 characters, with their padding. */
 export function base64Runs(text: string): string[] {
   const runs: string[] = [];
