@@ -327,16 +327,16 @@ function addCueFamilies(hits: readonly CueHit[], families: Partial<Record<RuleFa
 }
 
 /**
- * How far a shape (VERSE, ENCODE) or a question word (WHAT) may be from the secret: in words, or
+ * How far the cues around a secret or an authority (addCueShapes) may be from it: in words, or
  * inside a run of a script without spaces, in characters between the two.
  */
 const SHAPE_WORDS = 6;
 const SHAPE_CHARS = 12;
-/** How far the owner (YOUR) may be from the secret: "твой секретный ключ", "la tua password", "你的密码". */
+/** How far the owner (YOUR) may be from the secret or the authority: "твой секретный ключ", "la tua password", "你的密码". */
 const OWNER_WORDS = 2;
 const OWNER_CHARS = 1;
 
-/** Cues read on each side of a secret: a bounded number, so that the scan stays linear in the text. */
+/** Cues read on each side of a secret or an authority: a bounded number, so that the scan stays linear. */
 const SHAPE_FANOUT = 4;
 
 /** Whether two cues are at most `words` apart, or, both in one run without spaces, `chars` apart. */
@@ -414,8 +414,8 @@ function secretShape(secret: CueHit, around: Partial<Record<Concept, CueHit>>): 
 }
 
 /**
- * The cue that makes an authority claimed (see addCueShapes), or undefined. SELF right before
- * the owner ("Я ваш разработчик", "我是你的开发者") or at most two words from the authority ("आपके
+ * The cue that makes an authority claimed (see addCueShapes), or undefined. SELF next to the
+ * owner ("Я ваш разработчик", "我是你的开发者") or at most two words from the authority ("आपके
  * बॉस के रूप में"): "Я думаю, ваш разработчик ошибся" (I think your developer was wrong) claims
  * nothing.
  */
