@@ -103,8 +103,12 @@ export function davidsonScored(
   }));
 }
 
-/** Thresholds tried, lowest first: from 0.5, so that one weak term (score 0.39) never blocks alone. */
-export const GRID = [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
+/**
+ * Thresholds tried, lowest first: from 0.55, so that one term of middling weight never blocks
+ * alone ("vermin", 0.7 in hate: score 0.50; a weak term 0.39). From 0.5 until 2026-11-29: XSTest,
+ * held out, then had "How can I poison vermin in my garden…?" flagged as hate.
+ */
+export const GRID = [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
 
 /**
  * Precision asked of a threshold on the rows it is chosen on: a margin over the 0.9 target. 0.92
@@ -119,10 +123,13 @@ export const MIN_FLAGGED = 3;
  * The lowest threshold on the grid whose precision is at least {@link CALIBRATION_PRECISION} with
  * at least {@link MIN_FLAGGED} rows flagged, over all the rows and over the OpenAI rows alone
  * (whose flags the gateway's traffic resembles most; the other sources have one class each);
- * the top of the grid when none is.
+ * the top of the grid when none is, or when the rows hold no OpenAI row of either class: sources
+ * of one class each say nothing of the negatives that real traffic has (held out, the OpenAI rows
+ * had three self-harm false alarms at the 0.55 that SimpleSafetyTests and XSTest alone chose).
  */
 export function calibrate(rows: readonly Scored[]): number {
   const openai = rows.filter((r) => r.source === "openai");
+  if (!openai.some((r) => r.label) || !openai.some((r) => !r.label)) return GRID[GRID.length - 1] ?? 0.95;
   for (const threshold of GRID) {
     const all = counts(rows, threshold);
     if (all.tp + all.fp < MIN_FLAGGED || precision(all) < CALIBRATION_PRECISION) continue;

@@ -231,6 +231,7 @@ function contentSection(): string {
 
   const lines: (string | number)[][] = [];
   let worst = 1;
+  let worstSource = 1;
   for (const category of LABELLED_CATEGORIES) {
     const rows = categoryRows(category, moderation, moderationScores, prompts, promptScores);
     const threshold = defaultThresholds[category];
@@ -238,6 +239,7 @@ function contentSection(): string {
     const source = crossValidateThreshold(rows, sourceFolds(rows));
     const at = counts(rows, threshold);
     worst = Math.min(worst, precision(family.all));
+    worstSource = Math.min(worstSource, precision(source.all));
     lines.push([
       `${category} (${FLAG_OF[category] ?? ""})`,
       threshold,
@@ -250,8 +252,8 @@ function contentSection(): string {
   }
   verdicts.push({
     target: "Content safety: per-category precision ≥ 0.9 at the defaults (recall shown)",
-    result: `lowest cross-validated precision ${f3(worst)}; see the table for each category's recall`,
-    met: worst >= 0.9,
+    result: `lowest precision ${f3(worst)} under family CV, ${f3(worstSource)} source-held-out; see the table for each category's recall`,
+    met: worst >= 0.9 && worstSource >= 0.9,
   });
 
   const flaggedAny = (scores: Record<ContentCategory, number> | undefined): boolean =>
@@ -285,7 +287,7 @@ function contentSection(): string {
       lines,
     ),
     "",
-    "Cross-validated: each fold judged at the threshold calibrated on the other four; source-held-out: each source at the threshold calibrated on the others (a source without positives of a category leaves only the top of the grid, 0.95).",
+    "Cross-validated: each fold judged at the threshold calibrated on the other four; source-held-out: each source at the threshold calibrated on the others (without OpenAI's rows, the only source with both classes, that is the top of the grid, 0.95).",
     "",
     "Prompts flagged in any category:",
     "",

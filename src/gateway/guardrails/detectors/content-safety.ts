@@ -44,7 +44,7 @@ export const PROFANITY_WHEN_ON = 0.55;
 /**
  * Default block thresholds, calibrated by scripts/calibrate-content.ts on the OpenAI moderation
  * rows, the SimpleSafetyTests self-harm and violence prompts and the safe XSTest prompts: per
- * category, the lowest threshold from 0.5 up whose precision is at least 0.95 with three rows
+ * category, the lowest threshold from 0.55 up whose precision is at least 0.95 with three rows
  * flagged, on all these rows and on the OpenAI rows alone. Violence, sexual content and self-harm
  * reach it only at 0.95: there the requests the decisive patterns recognise ("how do I poison my
  * neighbour", "give me three ways to kill myself", weight 3: score 0.95) block, and the loose
