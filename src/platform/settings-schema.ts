@@ -287,7 +287,7 @@ export const settingsShape = {
   WARDEN_GUARDRAIL_TIMEOUT_MS: intSetting("WARDEN_GUARDRAIL_TIMEOUT_MS", "Deadline of one guardrail worker job, queue time included.", defaultGuardrailLimits.timeoutMs, { min: 1 }),
   WARDEN_GUARDRAIL_CACHE_ENTRIES: intSetting(
     "WARDEN_GUARDRAIL_CACHE_ENTRIES",
-    "Guardrail verdicts kept per gateway process, one per piece of caller text (system prompt, message, tool result) and guardrail, so that a conversation's earlier turns are not checked again. 0 keeps none.",
+    "Guardrail verdicts kept per gateway process, one per piece of caller text (system prompt, message, tool result) and guardrail, so that a conversation's earlier turns are not checked again. 0 keeps none. Memory: an entry holds its text, up to 512 characters (a longer text holds a 45-character digest), shared by a workspace's guardrails: about 1 KB an entry at most, 20 MB at the default.",
     defaultGuardrailLimits.cacheEntries,
     { min: 0, max: 10_000_000 },
   ),

@@ -11,7 +11,7 @@ import {
 } from "../dataplane/errors.ts";
 import { defaultHighRiskPii } from "./catalog.ts";
 import { detect, type DetectorBlock, type DetectorCheck } from "./detect.ts";
-import { cacheScope, textDigest, VerdictCache } from "./verdict-cache.ts";
+import { cacheKey, cacheScope, VerdictCache } from "./verdict-cache.ts";
 import type { DetectorLoader, DetectorName } from "./detectors/loader.ts";
 import type { CheckedOutput, GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
 import type { PiiDetector } from "./detectors/pii.ts";
@@ -73,18 +73,18 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     const segments = plugin ? [texts.segments.join("\n")] : texts.segments;
     let failed = false;
     const piiTypes: string[] = [];
-    const digests = texts.cacheable && !plugin ? digestsOf(texts) : undefined;
-    const scope = digests ? cacheScope(workspaceId, guardrail) : "";
+    const keys = texts.cacheable && !plugin ? keysOf(texts) : undefined;
+    const scope = keys ? cacheScope(workspaceId, guardrail) : "";
     // The operator's own text (the system prompt) meets the injection rules only: the classifier
     // learnt attacks from users' words and flags prompts that defend a secret (docs/guardrails.md).
     const operator = guardrail.kind === "prompt_injection" && !plugin ? (texts.operator ?? 0) : 0;
-    const operatorScope = operator > 0 && digests ? cacheScope(workspaceId, guardrail, true) : "";
+    const operatorScope = operator > 0 && keys ? cacheScope(workspaceId, guardrail, true) : "";
     for (let i = 0; i < segments.length; i++) {
       const segment = segments[i]!;
       if (segment === "") continue;
       const own = i < operator;
-      const digest = digests?.[i];
-      let block = digest === undefined ? undefined : cache.get(own ? operatorScope : scope, digest);
+      const key = keys?.[i];
+      let block = key === undefined ? undefined : cache.get(own ? operatorScope : scope, key);
       if (block === undefined) {
         // A detector on the event loop answers at once, without a promise: a call checks each of
         // its texts with each guardrail, and a promise chain for each was several KB of a call's
@@ -101,7 +101,7 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
           continue;
         }
         block = found ?? null;
-        if (digest !== undefined) cache.set(own ? operatorScope : scope, digest, block);
+        if (key !== undefined) cache.set(own ? operatorScope : scope, key, block);
       }
       if (!block) continue;
       if (!block.entityTypes) throw guardrailBlocked(guardrail.kind, stage, block.reason);
@@ -251,12 +251,12 @@ interface Texts {
   cacheable?: boolean;
   /** How many of the first segments are the operator's own text (the system prompt, instructions). */
   operator?: number;
-  /** The segments' digests, made by the stage's first guardrail for all of them. */
-  digests?: string[];
+  /** The segments' cache keys, made by the stage's first guardrail for all of them. */
+  keys?: string[];
 }
 
-function digestsOf(texts: Texts): string[] {
-  return (texts.digests ??= texts.segments.map(textDigest));
+function keysOf(texts: Texts): string[] {
+  return (texts.keys ??= texts.segments.map(cacheKey));
 }
 
 /** A detector failed, and the guardrail lets the content through. */
