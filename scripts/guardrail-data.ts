@@ -10,8 +10,8 @@ import path from "node:path";
 export const DATA_DIR =
   process.env.GUARDRAIL_DATA_DIR ?? path.resolve(import.meta.dirname, "..", "..", "shared", "data", "guardrails");
 
-export function readJsonl(relative: string): Record<string, unknown>[] {
-  const text = readFileSync(path.join(DATA_DIR, relative), "utf8");
+export function readJsonl(relative: string, dir = DATA_DIR): Record<string, unknown>[] {
+  const text = readFileSync(path.join(dir, relative), "utf8");
   return text
     .split("\n")
     .filter((line) => line.trim() !== "")
@@ -123,6 +123,23 @@ export function injectionRows(): InjectionRow[] {
     }
   }
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * Warden's own probe of false alarms in other languages (scripts/data/multilingual_benign.jsonl):
+ * seven everyday requests that use the cue words innocently (ignore the noise, a secret recipe,
+ * skip the introduction, your favourite season, reveal a riddle's answer, a password policy,
+ * forgetting names), each in the 19 languages of the cue lexicon. Never trained on: the
+ * development files have almost no benign text outside English, German, French and Spanish, so
+ * this is the only measure of what a model does with such text.
+ */
+export function multilingualBenignRows(): { id: string; text: string; lang: string; category: string }[] {
+  return readJsonl("scripts/data/multilingual_benign.jsonl", path.resolve(import.meta.dirname, "..")).map((r) => ({
+    id: str(r, "id"),
+    text: str(r, "text"),
+    lang: str(r, "lang"),
+    category: str(r, "category"),
+  }));
 }
 
 /**

@@ -10,12 +10,7 @@ import { logit, sigmoid, type FeatureConfig } from "../src/gateway/guardrails/de
 import { injectionRows, type InjectionRow, type InjectionSource } from "./guardrail-data.ts";
 
 export const SEED = 20240611;
-/**
- * Character 2–4-grams: under source-held-out cross-validation, with the concept features, 3–5
- * (until 2026-11-29) gave 58.8 % recall at ≤ 1 % hard-benign false alarms, 3–4 60.1 %, 2–4 60.5 %
- * (docs/guardrails.md, "Concepts as features").
- */
-export const FEATURES: FeatureConfig = { dims: 1 << 16, charMin: 2, charMax: 4 };
+export const FEATURES: FeatureConfig = { dims: 1 << 16, charMin: 3, charMax: 5 };
 export const EPOCHS = 10;
 const LEARNING_RATE = 0.5;
 const L2 = 1e-4;

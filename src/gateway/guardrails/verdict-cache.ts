@@ -48,9 +48,9 @@ class Generation {
  *
  * A verdict is kept under the text's key ({@link cacheKey}: the text itself when short, else its
  * SHA-256, a digest that cannot be forged to collide, so no text can borrow another's pass) and a
- * scope: the workspace and the guardrail's settings. The
- * workspace is in it so that how fast a text is answered never tells one tenant what another sent. Only verdicts a
- * detector gave are kept: not a failure let through, nor a plug-in's (it may change).
+ * scope: the workspace and the guardrail's settings. The workspace is in it so that how fast a
+ * text is answered never tells one tenant what another sent. Only verdicts a detector gave are
+ * kept: not a failure let through, nor a plug-in's (it may change).
  *
  * Two generations rather than an exact LRU: a hit in the young map costs one look-up, where an
  * exact LRU moves the entry on every hit (a delete and a set, which leave holes that make a large

@@ -2,10 +2,10 @@
  * Hashed bag-of-n-grams features shared by the injection classifier and its training script
  * (scripts/train-injection.ts), so that both see exactly the same vector for a text.
  *
- * Features: word unigrams, word bigrams and character n-grams (charMin to charMax long: 2–4 for
- * the injection classifier) inside each word padded with spaces (" word "), each hashed with
- * 32-bit FNV-1a into `dims` buckets (a power of two). Counts become log(1 + count) and the block
- * is scaled to unit length, so long texts and short ones weigh alike.
+ * Features: word unigrams, word bigrams and character 3–5-grams inside each word padded with
+ * spaces (" word "), each hashed with 32-bit FNV-1a into `dims` buckets (a power of two). Counts
+ * become log(1 + count) and the block is scaled to unit length, so long texts and short ones
+ * weigh alike.
  */
 
 export interface FeatureConfig {
