@@ -129,7 +129,8 @@ export function injectionRows(): InjectionRow[] {
  * Warden's own probe of false alarms in other languages (scripts/data/multilingual_benign.jsonl):
  * seven everyday requests that use the cue words innocently (ignore the noise, a secret recipe,
  * skip the introduction, your favourite season, reveal a riddle's answer, a password policy,
- * forgetting names), each in the 19 languages of the cue lexicon. Never trained on: the
+ * forgetting names), each in the 19 languages of the cue lexicon, and 36 more (ignore the typos and
+ * tell me what it means, forget the previous draft, I forgot my password). Never trained on: the
  * development files have almost no benign text outside English, German, French and Spanish, so
  * this is the only measure of what a model does with such text.
  */
