@@ -19,7 +19,7 @@ import { mixedWordCount, quotedSpans, shoutedRun } from "./injection-scans.ts";
 import { LiteralFilter } from "./rule-literals.ts";
 import { base64Runs, binaryRuns, normalizeSpacing } from "./rule-text.ts";
 import { foldText } from "./normalize.ts";
-import { dequantize, sigmoid, wordsOf, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
+import { dequantize, sigmoid, WORD, wordsOf, type FeatureConfig, type QuantizedWeights } from "./text-features.ts";
 
 /**
  * Prompt-injection score in [0, 1]: a logistic-regression classifier over hashed word and
@@ -445,15 +445,17 @@ function anyWithin(sorted: readonly number[], from: number, to: number): boolean
   return lo < sorted.length && sorted[lo]! <= to;
 }
 
-/** A word (as WORD matches it), or the end of a sentence: . ! ? and their CJK, Devanagari, Bengali and Arabic forms. */
-const WORD_OR_STOP = /[\p{L}\p{N}][\p{L}\p{M}\p{N}]*|[.!?。！？।؟]/gu;
+/** The ends of a sentence: . ! ? and their CJK, Devanagari, Bengali and Arabic forms. */
+const STOPS = ".!?。！？।؟";
+/** A word, as `wordsOf` finds them, or a sentence's end (none is a letter or a digit). */
+const WORD_OR_STOP = new RegExp(`${WORD.source}|[${STOPS}]`, "gu");
 
 /** The sentence of each word of a folded text (the words of `wordsOf`, in order): how many sentence ends come before it. */
 function sentencesOf(folded: string): number[] {
   const sentences: number[] = [];
   let sentence = 0;
   for (const [match] of folded.matchAll(WORD_OR_STOP)) {
-    if (match.length === 1 && ".!?。！？।؟".includes(match)) sentence++;
+    if (match.length === 1 && STOPS.includes(match)) sentence++;
     else sentences.push(sentence);
   }
   return sentences;
