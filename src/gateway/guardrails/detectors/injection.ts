@@ -367,12 +367,18 @@ function within(a: CueHit, b: CueHit, words: number, chars: number): boolean {
  * of the two, an owner's question or claim two of the three ("a ton of passwords" is not French's
  * "ton"). A negator near makes it a prohibition, weighed as a mention.
  */
-function addCueShapes(hits: readonly CueHit[], sentences: readonly number[], families: Partial<Record<RuleFamily, number>>): void {
+function addCueShapes(hits: readonly CueHit[], folded: string, families: Partial<Record<RuleFamily, number>>): void {
+  // Made only when a shape has cues near its center: most texts never need it.
+  let sentences: number[] | undefined;
+  const sameSentence = (a: CueHit, b: CueHit): boolean => {
+    sentences ??= sentencesOf(folded);
+    return sentences[a.word] === sentences[b.word];
+  };
   for (let s = 0; s < hits.length; s++) {
     const center = hits[s]!;
     const secret = center.concept === "PASSWORD" || center.concept === "SECRET";
     if (!secret && center.concept !== "AUTHORITY") continue;
-    const around = cuesAround(hits, s, sentences);
+    const around = cuesAround(hits, s, sameSentence);
     const verb = secret ? secretShape(center, around) : authorityClaim(center, around);
     if (!verb) continue;
     // "No escribas un poema sobre la contraseña": a negator near the center or its verb.
@@ -390,13 +396,13 @@ function addCueShapes(hits: readonly CueHit[], sentences: readonly number[], fam
  * Welche Gewürze …" asks nothing of anyone's secret (the probe of docs/guardrails.md, "Other
  * languages").
  */
-function cuesAround(hits: readonly CueHit[], s: number, sentences: readonly number[]): Partial<Record<Concept, CueHit>> {
+function cuesAround(hits: readonly CueHit[], s: number, sameSentence: (a: CueHit, b: CueHit) => boolean): Partial<Record<Concept, CueHit>> {
   const center = hits[s]!;
   const found: Partial<Record<Concept, CueHit>> = {};
   const to = Math.min(hits.length - 1, s + SHAPE_FANOUT);
   for (let k = Math.max(0, s - SHAPE_FANOUT); k <= to; k++) {
     const hit = hits[k]!;
-    if (k === s || sentences[hit.word] !== sentences[center.word] || !within(hit, center, SHAPE_WORDS, SHAPE_CHARS)) continue;
+    if (k === s || !within(hit, center, SHAPE_WORDS, SHAPE_CHARS) || !sameSentence(hit, center)) continue;
     if (hit.concept === "YOUR" && !within(hit, center, OWNER_WORDS, OWNER_CHARS)) continue;
     found[hit.concept] ??= hit;
   }
@@ -450,12 +456,18 @@ const STOPS = ".!?。！？।؟";
 /** A word, as `wordsOf` finds them, or a sentence's end (none is a letter or a digit). */
 const WORD_OR_STOP = new RegExp(`${WORD.source}|[${STOPS}]`, "gu");
 
-/** The sentence of each word of a folded text (the words of `wordsOf`, in order): how many sentence ends come before it. */
+/**
+ * The sentence of each word of a folded text (the words of `wordsOf`, in order): how many sentence
+ * ends come before it. `match` rather than `matchAll`: an array of strings, not an array per
+ * match; with `matchAll`, made for every text with two cues, the detector ran 12 % more
+ * instructions on the evaluation texts, and 2 % now that it is made lazily (docs/guardrails.md,
+ * "Other languages").
+ */
 function sentencesOf(folded: string): number[] {
   const sentences: number[] = [];
   let sentence = 0;
-  for (const [match] of folded.matchAll(WORD_OR_STOP)) {
-    if (match.length === 1 && STOPS.includes(match)) sentence++;
+  for (const part of folded.match(WORD_OR_STOP) ?? []) {
+    if (part.length === 1 && STOPS.includes(part)) sentence++;
     else sentences.push(sentence);
   }
   return sentences;
@@ -519,7 +531,7 @@ export function injectionEvidence(text: string): InjectionEvidence {
   const hits = findCues(tokens, cueIndex);
   const families = ruleFamilies(text, INJECTION_RULES, folded);
   addCueFamilies(hits, families);
-  if (hits.length > 1) addCueShapes(hits, sentencesOf(folded), families);
+  if (hits.length > 1) addCueShapes(hits, folded, families);
   return { tokens, families, rolePrompt: plainRolePrompt(folded, families) };
 }
 
