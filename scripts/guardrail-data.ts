@@ -134,13 +134,8 @@ export function injectionRows(): InjectionRow[] {
  * development files have almost no benign text outside English, German, French and Spanish, so
  * this is the only measure of what a model does with such text.
  */
-export function multilingualBenignRows(): { id: string; text: string; lang: string; category: string }[] {
-  return readJsonl("scripts/data/multilingual_benign.jsonl", path.resolve(import.meta.dirname, "..")).map((r) => ({
-    id: str(r, "id"),
-    text: str(r, "text"),
-    lang: str(r, "lang"),
-    category: str(r, "category"),
-  }));
+export function multilingualBenignRows(): { id: string; text: string }[] {
+  return readJsonl("scripts/data/multilingual_benign.jsonl", path.resolve(import.meta.dirname, "..")).map((r) => ({ id: str(r, "id"), text: str(r, "text") }));
 }
 
 /**
