@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { context, trace, SamplingDecision, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
+import { context, trace, SamplingDecision, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type SpanContext } from "@opentelemetry/api";
 import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState } from "@opentelemetry/core";
 import { OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
 import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http";
@@ -11,22 +11,21 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
-  TracerProvider,
-  type IdGenerator,
   type ReadableSpan,
   type Sampler,
   type SpanExporter,
-  type SpanProcessor,
 } from "@opentelemetry/sdk-trace";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Logger } from "./logger.ts";
 import { encodeTraceExport } from "./otlp-encoding.ts";
+import { RecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
 
 /**
- * Traces, through OpenTelemetry's SDK, exported over OTLP/HTTP (protobuf) when an endpoint is set;
- * with none, there is no `Tracing` at all and requests make no spans. Contexts are passed by hand
- * (no global context manager): the two places that make spans know their parent, and
- * AsyncLocalStorage would cost every request something.
+ * Traces, through OpenTelemetry's SDK (its samplers, batch processor and OTLP/HTTP exporter),
+ * exported as protobuf when an endpoint is set; with none, there is no `Tracing` at all and
+ * requests make no spans. The spans themselves are Warden's (spans.ts says why). Contexts are
+ * passed by hand (no global context manager): the two places that make spans know their parent,
+ * and AsyncLocalStorage would cost every request something.
  *
  * The gateway spec makes `X-Request-ID` the trace ID: a 32-hex-digit ID is the trace ID as is, any
  * other is mapped to one (the first 16 bytes of its SHA-256). With no X-Request-ID, the trace ID
@@ -86,30 +85,11 @@ class RandomPool {
 }
 
 /**
- * Chooses the trace ID of the next root span: the SDK asks its IdGenerator, and `startSpan` is
- * synchronous, so the ID set just before it is the one it takes.
+ * Mirrors the batch processor's queue, for the metrics: the SDK keeps its count private. Given
+ * each ended span just before it, it sees the span as the batch processor will (sampled spans only;
+ * dropped once the queue is full), and the exporter below it tells when spans leave the queue.
  */
-class ChosenTraceIds implements IdGenerator {
-  next: string | undefined;
-  readonly random = new RandomPool();
-
-  generateTraceId(): string {
-    const chosen = this.next;
-    this.next = undefined;
-    return chosen ?? this.random.hex(16);
-  }
-
-  generateSpanId(): string {
-    return this.random.hex(8);
-  }
-}
-
-/**
- * Mirrors the batch processor's queue, for the metrics: the SDK keeps its count private. Placed
- * before it, it sees each span as the batch processor will (sampled spans only; dropped once the
- * queue is full), and the exporter below it tells when spans leave the queue.
- */
-class QueueMeter implements SpanProcessor {
+class QueueMeter {
   queued = 0;
   readonly #maxQueueSize: number;
   readonly #dropped: Counter;
@@ -119,16 +99,11 @@ class QueueMeter implements SpanProcessor {
     this.#dropped = dropped;
   }
 
-  onStart(): void {}
-
   onEnd(span: ReadableSpan): void {
     if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
     if (this.queued >= this.#maxQueueSize) this.#dropped.inc();
     else this.queued += 1;
   }
-
-  async forceFlush(): Promise<void> {}
-  async shutdown(): Promise<void> {}
 }
 
 /** The OTLP exporter, counting what leaves the queue and what the collector refused. */
@@ -188,10 +163,10 @@ function sampler(settings: TracingSettings): Sampler {
 }
 
 export class Tracing {
-  readonly #provider: TracerProvider;
-  readonly #tracer: Tracer;
+  readonly #batch: BatchSpanProcessor;
   readonly #sampler: Sampler;
-  readonly #ids = new ChosenTraceIds();
+  readonly #origin: SpanOrigin;
+  readonly #random = new RandomPool();
   /** Epoch milliseconds at performance.now() = 0, read once (see #at). */
   readonly #anchor = Date.now() - performance.now();
 
@@ -213,22 +188,23 @@ export class Tracing {
     const exporter = otlpExporter(settings);
     // The SDK reports export failures here; one line each, never the headers (they may hold a token).
     setGlobalErrorHandler((err) => logger.warn({ component: "tracing", err: err instanceof Error ? err.message : String(err) }, "span export failed"));
-    this.#provider = new TracerProvider({
-      resource: resourceFromAttributes({ ...settings.resourceAttributes, "service.name": settings.serviceName }),
-      sampler: this.#sampler,
-      idGenerator: this.#ids,
-      spanProcessors: [
-        meter,
-        new BatchSpanProcessor({
-          exporter: meteredExporter(exporter, meter, exported, failed),
-          scheduledDelayMillis: settings.scheduleDelayMs,
-          maxQueueSize: settings.maxQueueSize,
-          maxExportBatchSize: settings.maxExportBatchSize,
-          exportTimeoutMillis: settings.timeoutMs,
-        }),
-      ],
+    const batch = new BatchSpanProcessor({
+      exporter: meteredExporter(exporter, meter, exported, failed),
+      scheduledDelayMillis: settings.scheduleDelayMs,
+      maxQueueSize: settings.maxQueueSize,
+      maxExportBatchSize: settings.maxExportBatchSize,
+      exportTimeoutMillis: settings.timeoutMs,
     });
-    this.#tracer = this.#provider.getTracer("warden");
+    this.#batch = batch;
+    this.#origin = {
+      // As the SDK's TracerProvider has them for `getTracer("warden")` and this resource.
+      resource: resourceFromAttributes({ ...settings.resourceAttributes, "service.name": settings.serviceName }),
+      scope: { name: "warden" },
+      ended(span) {
+        meter.onEnd(span);
+        batch.onEnd(span);
+      },
+    };
   }
 
   /**
@@ -239,14 +215,13 @@ export class Tracing {
     const remote = headers.traceparent ? parseTraceParent(headers.traceparent) : null;
     if (remote && headers.tracestate) remote.traceState = new TraceState(headers.tracestate);
     const own = headers.requestId;
-    let parent: Context = context.active();
     let links: Link[] | undefined;
     let requestId: string;
     let traceId: string;
     let parentContext: SpanContext | undefined;
     if (own === undefined) {
       // No request ID: the caller's trace, or a new one, and its ID names the request.
-      traceId = remote?.traceId ?? this.#ids.random.hex(16);
+      traceId = remote?.traceId ?? this.#random.hex(16);
       requestId = traceId;
       if (remote) parentContext = remote;
     } else {
@@ -256,24 +231,18 @@ export class Tracing {
       // X-Request-ID decides the trace; a caller's span in another trace is linked, not lost.
       else if (remote) links = [{ context: remote }];
     }
-    if (parentContext) parent = trace.setSpanContext(parent, parentContext);
-    // The sampler is asked first: a request it leaves out gets its span context and nothing of the
-    // SDK's, whose span start still counts the span for its own metrics and wraps it (a fifth of
-    // tracing's cost at one request in ten: 3.8 → 3.0 µs). The SDK asks the same sampler again for
-    // the others.
-    if (this.#sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, links ?? []).decision === SamplingDecision.NOT_RECORD) {
-      const span = trace.wrapSpanContext({ traceId, spanId: this.#ids.random.hex(8), traceFlags: TraceFlags.NONE, traceState: parentContext?.traceState });
-      return { span, requestId };
-    }
-    if (!parentContext) this.#ids.next = traceId;
-    const span = this.#tracer.startSpan(name, { kind: SpanKind.SERVER, links, startTime: this.#at(performance.now()) }, parent);
-    this.#ids.next = undefined;
-    // Attributes go only on a span that records them: the SDK validates each one it is given (a
-    // WeakSet each), before its sampler has decided, and twice when given at the start.
-    if (span.isRecording()) {
-      span.setAttributes(attributes);
-      span.setAttribute("warden.request_id", requestId);
-    }
+    const parent: Context = parentContext ? trace.setSpanContext(context.active(), parentContext) : context.active();
+    const sampled = this.#sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, links ?? []);
+    const spanContext = {
+      traceId,
+      spanId: this.#random.hex(8),
+      traceFlags: sampled.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      traceState: sampled.traceState ?? parentContext?.traceState,
+    };
+    // A request left out gets its span context and nothing more: no attributes built, no children.
+    if (sampled.decision === SamplingDecision.NOT_RECORD) return { span: trace.wrapSpanContext(spanContext), requestId };
+    const recorded = { ...attributes, ...sampled.attributes, "warden.request_id": requestId };
+    const span = new RecordedSpan(this.#origin, name, SpanKind.SERVER, spanContext, parentContext, this.#at(performance.now()), recorded, links);
     return { span, requestId };
   }
 
@@ -282,22 +251,28 @@ export class Tracing {
    * `end` or `fail`. A parent that is not recorded (not sampled) has no children: what it is given
    * is its parent's context again, so that a call sent on still carries the trace (and the
    * decision not to sample it), at none of a span's cost.
+   *
+   * The sampler is not asked again: for each of the samplers `OTEL_TRACES_SAMPLER` names, a
+   * recorded parent's child is sampled as its parent is (the parent-based ones follow the parent;
+   * `traceidratio` decides by the trace ID, which the child shares; `always_on` keeps everything).
    */
   startChild(parent: Span, name: string, options: { kind?: SpanKind; startTime?: number; attributes?: Attributes } = {}): Span {
-    if (!parent.isRecording()) return trace.wrapSpanContext(parent.spanContext());
-    const span = this.#tracer.startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, startTime: this.#at(options.startTime ?? performance.now()) }, trace.setSpan(context.active(), parent));
-    if (options.attributes) span.setAttributes(options.attributes);
-    return span;
+    const parentContext = parent.spanContext();
+    if (!parent.isRecording()) return trace.wrapSpanContext(parentContext);
+    const { traceId, traceFlags, traceState } = parentContext;
+    const spanContext = { traceId, spanId: this.#random.hex(8), traceFlags, traceState };
+    const startTime = this.#at(options.startTime ?? performance.now());
+    return new RecordedSpan(this.#origin, name, options.kind ?? SpanKind.INTERNAL, spanContext, parentContext, startTime, { ...options.attributes });
   }
 
   /** A finished step of `parent`, from `start` to `end` (performance.now() times); nothing for a parent not recorded. */
   step(parent: Span, name: string, start: number, end: number): void {
-    if (parent.isRecording()) this.startChild(parent, name, { startTime: start }).end(this.#at(end));
+    if (parent.isRecording()) this.#endAt(this.startChild(parent, name, { startTime: start }), end);
   }
 
   /** Ends `span` now, on the spans' one clock. */
   end(span: Span): void {
-    span.end(this.#at(performance.now()));
+    this.#endAt(span, performance.now());
   }
 
   /** Marks `span` failed with the error type the conventions ask for, and ends it. */
@@ -306,10 +281,13 @@ export class Tracing {
     this.end(span);
   }
 
+  #endAt(span: Span, monotonicMs: number): void {
+    if (span instanceof RecordedSpan) span.end(this.#at(monotonicMs));
+  }
+
   /**
    * A performance.now() time as the time of a span. Every span of the process is given its times
-   * from this one clock: left to the SDK, each span anchors itself to Date.now() (whole
-   * milliseconds) when it starts, and a step could then seem to begin before its request did.
+   * from this one clock (read once per span), so that no step seems to begin before its request.
    */
   #at(monotonicMs: number): HrTime {
     return millisToHrTime(this.#anchor + monotonicMs);
@@ -328,11 +306,11 @@ export class Tracing {
 
   /** Sends what is queued, within the export timeout, and stops. */
   async shutdown(): Promise<void> {
-    await this.#provider.shutdown();
+    await this.#batch.shutdown();
   }
 
   async forceFlush(): Promise<void> {
-    await this.#provider.forceFlush();
+    await this.#batch.forceFlush();
   }
 }
 
