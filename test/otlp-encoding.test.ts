@@ -151,4 +151,28 @@ describe("encodeTraceExport", () => {
     expect(Buffer.compare(Buffer.from(once), Buffer.from(twice))).toBe(0);
     expectSameBytes(spans);
   });
+
+  it("writes a value that repeats, then changes, then comes back, under span, link and event attributes alike", async () => {
+    // The encoder keeps a key's KeyValue once its value repeats: every turn of each key is here.
+    const turns: Attributes[] = [
+      { model: "a", tokens: 1, stream: false, path: "/v1/x" },
+      { model: "a", tokens: 1, stream: false, path: "/v1/x" },
+      { model: "a", tokens: 2, stream: true, path: ["/v1/x"] },
+      { model: "b", tokens: 2, stream: true, path: ["/v1/x"] },
+      { model: "a", tokens: 2, stream: false, path: "/v1/x" },
+      { model: "a", tokens: NaN, stream: false },
+      { model: "a", tokens: NaN, stream: false, path: "/v1/x" },
+    ];
+    const spans = await finished((provider) => {
+      const tracer = provider.getTracer("warden");
+      for (const attributes of turns) {
+        const span = tracer.startSpan("turn", { attributes, links: [{ context: remote, attributes }] });
+        span.addEvent("event", { model: attributes.model as string });
+        span.end();
+      }
+    });
+    expect(spans).toHaveLength(turns.length);
+    for (let i = 0; i < spans.length; i++) expectSameBytes(spans.slice(i, i + 1));
+    expectSameBytes(spans);
+  });
 });

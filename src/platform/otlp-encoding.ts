@@ -9,8 +9,9 @@ import type { ReadableSpan } from "@opentelemetry/sdk-trace";
  * Why Warden encodes: with every request sampled, the SDK's serializer was half of tracing's CPU
  * (a profile of two spans a request: 48% of busy time in `serializeSpan` and below). It writes
  * strings a character at a time, and sizes every message in a first pass. This writes strings,
- * IDs and lengths with Buffer's native writes in one pass, and encodes each attribute key, and
- * the resource and scope, once for the process. Measured in bench/gateway/observability.ts.
+ * IDs and lengths with Buffer's native writes in one pass, and encodes each attribute key, each
+ * attribute whose value repeats, and the resource and scope, once. Measured in
+ * bench/gateway/observability.ts.
  */
 
 const VARINT = 0;
@@ -186,19 +187,39 @@ function varintSize(value: number): number {
 
 /**
  * Attribute keys come from Warden's code, a few dozen names: each key's `KeyValue.key` field is
- * encoded once. The bound keeps a stray caller-named key from growing it without end.
+ * encoded once. Most of a gateway span's values repeat from one request to the next, too (the
+ * model, the provider, the workspace, the endpoint, the status): a primitive value written twice
+ * in a row under one key keeps its whole `KeyValue` (length included), and later spans copy it
+ * while the value stays the same. A value that changes every time (a request ID, a token count)
+ * costs one comparison and keeps nothing. The bound keeps a stray caller-named key from growing
+ * the map without end.
  */
 const MAX_CACHED_KEYS = 1024;
-const keyFields = new Map<string, Uint8Array>();
 
-/** As {@link writeKept} does for a resource, by name; written out, as it runs for every attribute. */
-function writeKey(w: Writer, key: string): void {
-  const field = keyFields.get(key);
-  if (field !== undefined) return w.raw(field);
-  const start = w.pos;
-  w.tag(1, LEN);
-  w.string(key);
-  if (keyFields.size < MAX_CACHED_KEYS) keyFields.set(key, w.copy(start));
+interface KeyState {
+  /** The `KeyValue.key` field. */
+  key: Uint8Array;
+  /** The value written last under this key. */
+  last: AttributeValue | undefined;
+  /** The whole `KeyValue` of `last`, length first, once it has been written twice in a row. */
+  keyValue: Uint8Array | undefined;
+}
+const keyStates = new Map<string, KeyState>();
+
+/**
+ * The key's state, made the first time while there is room (its field encoded at the end of `w`,
+ * copied, and taken back); undefined past the bound.
+ */
+function keyState(w: Writer, key: string): KeyState | undefined {
+  let state = keyStates.get(key);
+  if (state === undefined && keyStates.size < MAX_CACHED_KEYS) {
+    const start = w.pos;
+    w.tag(1, LEN);
+    w.string(key);
+    keyStates.set(key, (state = { key: w.copy(start), last: undefined, keyValue: undefined }));
+    w.pos = start;
+  }
+  return state;
 }
 
 /** Writes the field of `key`: its bytes kept from the first time, or `write`'s, then kept. */
@@ -213,14 +234,28 @@ function writeKept<K extends object>(w: Writer, kept: WeakMap<K, Uint8Array>, ke
 function writeAttributes(w: Writer, attributes: Attributes, field: number): void {
   for (const key in attributes) {
     if (!Object.prototype.hasOwnProperty.call(attributes, key)) continue;
+    const value = attributes[key];
+    const state = keyState(w, key);
     w.tag(field, LEN);
+    if (state !== undefined && state.keyValue !== undefined && state.last === value) {
+      w.raw(state.keyValue);
+      continue;
+    }
     const keyValue = w.begin(1);
-    writeKey(w, key);
+    if (state !== undefined) w.raw(state.key);
+    else {
+      w.tag(1, LEN);
+      w.string(key);
+    }
     w.tag(2, LEN);
-    const value = w.begin(1);
-    writeAnyValue(w, attributes[key]);
-    w.end(value, 1);
+    const start = w.begin(1);
+    writeAnyValue(w, value);
+    w.end(start, 1);
     w.end(keyValue, 1);
+    if (state === undefined) continue;
+    const repeated = state.last === value && (typeof value === "string" || typeof value === "number" || typeof value === "boolean");
+    state.keyValue = repeated ? w.copy(keyValue) : undefined;
+    state.last = value;
   }
 }
 
