@@ -133,7 +133,8 @@ function gatewayLogger(destination: pino.DestinationStream): Logger {
 }
 
 /** An OTLP/HTTP collector on loopback that takes every export and answers 200, counting them. */
-async function startCollector(): Promise<{ url: string; exports: () => number; close(): Promise<void> }> {
+/** An OTLP/HTTP collector on loopback that answers every export 200 and counts them. */
+export async function startCollector(): Promise<{ url: string; exports: () => number; close(): Promise<void> }> {
   let exports = 0;
   const server = createServer((req, res) => {
     req.resume();
@@ -260,27 +261,11 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
 /**
  * A request's spans as the pipeline makes them for a call with neither limits nor guardrails: its
  * SERVER span (no X-Request-ID, so a new trace) and its provider call's CLIENT span, whose
- * traceparent is written; exported in batches, as the SDK's defaults have it, to a collector here.
+ * traceparent is written. Request `i`'s; also counted in instructions by tracing-instructions.ts.
  */
-async function measureTracing(iterations: number, warmup: number, rounds: number, batch: number): Promise<CpuCase[]> {
-  const collector = await startCollector();
-  const settings: TracingSettings = {
-    url: `${collector.url}/v1/traces`,
-    headers: {},
-    timeoutMs: 10_000,
-    serviceName: "warden-bench",
-    resourceAttributes: {},
-    sampler: "parentbased_always_on",
-    samplerRatio: 1,
-    scheduleDelayMs: 5_000,
-    maxQueueSize: 2_048,
-    maxExportBatchSize: 512,
-  };
-  const every = new Tracing(settings, new Registry(), pino({ level: "silent" }));
-  // One request in ten kept, as an operator with heavy traffic would sample.
-  const tenth = new Tracing({ ...settings, sampler: "parentbased_traceidratio", samplerRatio: 0.1 }, new Registry(), pino({ level: "silent" }));
+export function requestSpans(tracing: Tracing): (i: number) => Record<string, string> {
   const none = { requestId: undefined, traceparent: undefined, tracestate: undefined };
-  const spans = (tracing: Tracing) => (i: number) => {
+  return (i) => {
     const { span } = tracing.startRequest("POST", none, { "http.request.method": "POST" });
     const call = tracing.startChild(span, `chat ${benchModel}`, {
       kind: SpanKind.CLIENT,
@@ -299,10 +284,35 @@ async function measureTracing(iterations: number, warmup: number, rounds: number
     tracing.end(span);
     return headers;
   };
+}
+
+/** The tracing settings of the in-process case: the SDK's batch defaults, every request sampled. */
+export function benchTracingSettings(collectorUrl: string): TracingSettings {
+  return {
+    url: `${collectorUrl}/v1/traces`,
+    headers: {},
+    timeoutMs: 10_000,
+    serviceName: "warden-bench",
+    resourceAttributes: {},
+    sampler: "parentbased_always_on",
+    samplerRatio: 1,
+    scheduleDelayMs: 5_000,
+    maxQueueSize: 2_048,
+    maxExportBatchSize: 512,
+  };
+}
+
+/** {@link requestSpans}, exported in batches, as the SDK's defaults have it, to a collector here. */
+async function measureTracing(iterations: number, warmup: number, rounds: number, batch: number): Promise<CpuCase[]> {
+  const collector = await startCollector();
+  const settings = benchTracingSettings(collector.url);
+  const every = new Tracing(settings, new Registry(), pino({ level: "silent" }));
+  // One request in ten kept, as an operator with heavy traffic would sample.
+  const tenth = new Tracing({ ...settings, sampler: "parentbased_traceidratio", samplerRatio: 0.1 }, new Registry(), pino({ level: "silent" }));
   const cases: [string, (i: number) => unknown][] = [
     ["no spans", (i) => i],
-    ["a request's span and its provider call's, exported", spans(every)],
-    ["the same, one request in ten sampled (traceidratio 0.1)", spans(tenth)],
+    ["a request's span and its provider call's, exported", requestSpans(every)],
+    ["the same, one request in ten sampled (traceidratio 0.1)", requestSpans(tenth)],
   ];
   try {
     const figures = await measureCases(cases, iterations, warmup, rounds, batch);
