@@ -14,6 +14,8 @@
  * whose three guardrails are on (`input`, `output`, or `input,output`; none by default);
  * BENCH_AB_BASE_ENV, settings for the BENCH_AB_BASE gateway only (`WARDEN_ACCESS_LOG=false,…`:
  * with BENCH_AB_BASE naming this checkout, a setting's cost is read the same way);
+ * BENCH_AB_BASE_FLAGS, Node flags for the BENCH_AB_BASE gateway in place of the harness's
+ * (`--max-semi-space-size=16 --v8-pool-size=0`: a Node flag's cost, read the same way);
  * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (12, even). Both gateways read one
  * database, this checkout's schema. Prints each round, then the median CPU per call of each
  * process, and the two gateways' difference round by round and its mean.
@@ -24,7 +26,7 @@ import { Pool } from "undici";
 import { here, withHarness, waitUntilServed, type Harness } from "./harness.ts";
 import { callOnce, closedLoop, responsesPath, streamOnce, type Target } from "./load.ts";
 import { conversationBody, messagesRequestBody, requestBody, variedModel } from "./payloads.ts";
-import { cpuSecondsOf } from "./processes.ts";
+import { cpuSecondsOf, memoryOf, type BenchChild } from "./processes.ts";
 import { configureGateway, expectStatus, gatewayCapacity, providerApiKey } from "./setup.ts";
 
 const base = process.env.BENCH_AB_BASE;
@@ -45,6 +47,7 @@ const baseEnv = Object.fromEntries(
       return [pair.slice(0, at), pair.slice(at + 1)];
     }),
 );
+const baseFlags = process.env.BENCH_AB_BASE_FLAGS?.split(/\s+/).filter(Boolean);
 const stream = call === "stream" || call === "translated";
 const calls = Number(process.env.BENCH_AB_CALLS ?? "3000");
 const rounds = Number(process.env.BENCH_AB_ROUNDS ?? "12");
@@ -54,6 +57,8 @@ const concurrency = 64;
 interface Side {
   name: string;
   pid: number;
+  /** The gateways' processes, asked for a collection before their memory is read. */
+  child?: BenchChild;
   pool: Pool;
   target: Target;
   body(i: number): Buffer;
@@ -75,14 +80,16 @@ async function sides(h: Harness, providerUrl: string): Promise<Side[]> {
   });
   const proxyUrl = `http://127.0.0.1:${(await h.guarded(proxy.next("ready"))).port}`;
   const ours = await h.startGateway("gateway (this checkout)");
-  const theirs = await h.startGateway("gateway (BENCH_AB_BASE)", baseEnv, h.nodeFlags, base);
+  const theirs = await h.startGateway("gateway (BENCH_AB_BASE)", baseEnv, baseFlags ?? h.nodeFlags, base);
   const translated = call === "translated";
   const prompt = (i: number) => `Say hello in one short sentence. (${i})`;
-  const side = (name: string, origin: string, pid: number, secret: string, viaGateway: boolean): Side => {
+  const side = (name: string, origin: string, pid: number, secret: string, child?: BenchChild): Side => {
+    const viaGateway = child !== undefined;
     const messages = translated && viaGateway;
     return {
       name,
       pid,
+      child,
       pool: new Pool(origin, { connections: concurrency }),
       target: {
         name,
@@ -96,9 +103,9 @@ async function sides(h: Harness, providerUrl: string): Promise<Side[]> {
     };
   };
   const all = [
-    side("bare proxy", proxyUrl, proxy.pid, providerApiKey, false),
-    side("gateway (this checkout)", ours.url, ours.child.pid, key.secret, true),
-    side("gateway (BENCH_AB_BASE)", theirs.url, theirs.child.pid, key.secret, true),
+    side("bare proxy", proxyUrl, proxy.pid, providerApiKey),
+    side("gateway (this checkout)", ours.url, ours.child.pid, key.secret, ours.child),
+    side("gateway (BENCH_AB_BASE)", theirs.url, theirs.child.pid, key.secret, theirs.child),
   ];
   for (const s of all) {
     h.defer(() => s.pool.destroy());
@@ -143,8 +150,16 @@ await withHarness(
       }
     }
     const call_ = `${call}${stages.length > 0 ? `, guardrails on ${stages.join(" and ")}` : ""}`;
-    console.log(`Call: ${call_}; ${calls} calls per process and round at c=${concurrency}, ${rounds} rounds; BENCH_AB_BASE=${base}${process.env.BENCH_AB_BASE_ENV ? ` with ${process.env.BENCH_AB_BASE_ENV}` : ""}`);
+    console.log(`Call: ${call_}; ${calls} calls per process and round at c=${concurrency}, ${rounds} rounds; BENCH_AB_BASE=${base}${process.env.BENCH_AB_BASE_ENV ? ` with ${process.env.BENCH_AB_BASE_ENV}` : ""}${baseFlags ? `, its flags ${baseFlags.join(" ")} (this checkout's ${h.nodeFlags.join(" ")})` : ""}`);
     for (const [name, xs] of cpu) console.log(`${name}: median ${median(xs).toFixed(0)} µs CPU per call (rounds: ${xs.map((x) => x.toFixed(0)).join(", ")})`);
+    // What the young generation's size (BENCH_AB_BASE_FLAGS) costs in memory: RSS once the load is
+    // over and a full collection has run, and its peak.
+    for (const s of all) {
+      if (!s.child) continue;
+      await h.guarded(s.child.ask({ type: "gc", flavor: "regular" }, "gc-done"));
+      const { rss, peak } = memoryOf(s.pid);
+      console.log(`${s.name}: RSS after the run and a full collection ${(rss / 1e6).toFixed(1)} MB, peak ${(peak / 1e6).toFixed(1)} MB`);
+    }
     // Each round's two gateways ran next to each other: their difference is read round by round,
     // and averaged over pairs of rounds. The first gateway of a round reads cheaper than the
     // second (by 20–90 µs a call when both run the same code: it ran last in the round before,

@@ -8,6 +8,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Pool } from "undici";
@@ -109,7 +110,7 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
       return child;
     };
     const guarded = <T>(work: Promise<T>): Promise<T> => Promise.race([work, ...children.map((c) => c.died)]);
-    const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? "--max-semi-space-size=4 --v8-pool-size=0").split(/\s+/).filter(Boolean);
+    const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? gatewayScriptFlags()).split(/\s+/).filter(Boolean);
     const logLevel = process.env.BENCH_GATEWAY_LOG_LEVEL || "info";
 
     const load: Harness["load"] = [];
@@ -180,6 +181,12 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
 }
 
 /** Calls until one succeeds (the gateway has loaded its snapshot and listens), for at most a minute. */
+/** The Node flags of `npm run gateway` (package.json), which the processes under test run with by default. */
+function gatewayScriptFlags(): string {
+  const scripts = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+  return scripts.gateway!.split(/\s+/).filter((word) => word.startsWith("--")).join(" ");
+}
+
 export async function waitUntilServed(name: string, fire: () => Promise<void>): Promise<void> {
   const deadline = performance.now() + 60_000;
   for (;;) {
