@@ -202,9 +202,17 @@ const ASCII = 128;
  * with `includes` scanned the text once per string, a quarter of the injection detector's time.
  * ASCII characters move through a dense table; others through per-state maps. Not re-entrant: the
  * answer is a table the set reuses.
+ *
+ * The table's columns are only the ASCII characters the literals use (any other one leads back to
+ * the root from every state): with a column for each of the 128, the injection rules' table was
+ * 1.5 MB and content safety's 2.9 MB, 0.4 and 0.9 MB so, in every process and detector worker. A
+ * scan reads one more byte a character and is no slower end to end (docs/performance.md).
  */
 export class LiteralSet {
-  readonly #ascii: Int32Array;
+  /** Per ASCII character, its column in #table; 0, the column of every character no literal uses. */
+  readonly #column = new Uint8Array(ASCII);
+  readonly #width: number;
+  readonly #table: Int32Array;
   readonly #other: Map<number, number>[] = [];
   readonly #fail: number[] = [];
   /**
@@ -220,7 +228,7 @@ export class LiteralSet {
   readonly #ids = new Map<string, number>();
 
   constructor(literals: Iterable<string>) {
-    // The trie: ASCII edges in a growing list first, then flattened into the table.
+    // The trie: edges in a growing list first, then flattened into the table.
     const edges: Map<number, number>[] = [new Map()];
     const outputs: number[][] = [[]];
     for (const literal of literals) {
@@ -242,16 +250,21 @@ export class LiteralSet {
       outputs[state]?.push(id);
     }
     const states = edges.length;
+    const characters: number[] = [];
+    for (const map of edges) for (const c of map.keys()) if (c < ASCII && this.#column[c] === 0) this.#column[c] = characters.push(c);
+    const width = (this.#width = characters.length + 1);
     this.#found = new Uint8Array(this.#ids.size);
     this.#foundList = new Int32Array(this.#ids.size);
     this.#fail = new Array<number>(states).fill(0);
-    this.#ascii = new Int32Array(states * ASCII);
+    this.#table = new Int32Array(states * width);
     for (let s = 0; s < states; s++) this.#other.push(new Map());
+    /** The child of `state` by the character of column k (column 0 has none). */
+    const childOf = (state: number, k: number): number | undefined => (k === 0 ? undefined : edges[state]?.get(characters[k - 1]!));
     // Breadth first: a state's failure link is known before its children's.
     const queue: number[] = [];
-    for (let c = 0; c < ASCII; c++) {
-      const child = edges[0]?.get(c);
-      this.#ascii[c] = child ?? 0;
+    for (let k = 0; k < width; k++) {
+      const child = childOf(0, k);
+      this.#table[k] = child ?? 0;
       if (child !== undefined) queue.push(child);
     }
     for (const [c, child] of edges[0] ?? []) {
@@ -264,13 +277,13 @@ export class LiteralSet {
       const state = queue[head] ?? 0;
       const fail = this.#fail[state] ?? 0;
       outputs[state]?.push(...(outputs[fail] ?? []));
-      for (let c = 0; c < ASCII; c++) {
-        const child = edges[state]?.get(c);
+      for (let k = 0; k < width; k++) {
+        const child = childOf(state, k);
         if (child === undefined) {
-          this.#ascii[state * ASCII + c] = this.#ascii[fail * ASCII + c] ?? 0;
+          this.#table[state * width + k] = this.#table[fail * width + k] ?? 0;
         } else {
-          this.#ascii[state * ASCII + c] = child;
-          this.#fail[child] = this.#ascii[fail * ASCII + c] ?? 0;
+          this.#table[state * width + k] = child;
+          this.#fail[child] = this.#table[fail * width + k] ?? 0;
           queue.push(child);
         }
       }
@@ -287,7 +300,7 @@ export class LiteralSet {
   }
 
   #step(state: number, c: number): number {
-    if (c < ASCII) return this.#ascii[state * ASCII + c] ?? 0;
+    if (c < ASCII) return this.#table[state * this.#width + this.#column[c]!] ?? 0;
     let s = state;
     for (;;) {
       const next = this.#other[s]?.get(c);
@@ -317,7 +330,9 @@ export class LiteralSet {
   /** Marks the literals that occur in `text`; read the answer with the returned table, by id. */
   scan(text: string): Uint8Array {
     const found = this.#found;
-    const ascii = this.#ascii;
+    const table = this.#table;
+    const column = this.#column;
+    const width = this.#width;
     const start = this.#outputStart;
     const ids = this.#outputIds;
     const list = this.#foundList;
@@ -326,7 +341,7 @@ export class LiteralSet {
     let state = 0;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
-      state = c < ASCII ? ascii[state * ASCII + c]! : this.#step(state, c);
+      state = c < ASCII ? table[state * width + column[c]!]! : this.#step(state, c);
       for (let k = start[state]!, end = start[state + 1]!; k < end; k++) {
         const id = ids[k]!;
         if (found[id] === 0) {
