@@ -180,13 +180,13 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
   }
 }
 
-/** Calls until one succeeds (the gateway has loaded its snapshot and listens), for at most a minute. */
 /** The Node flags of `npm run gateway` (package.json), which the processes under test run with by default. */
 function gatewayScriptFlags(): string {
   const scripts = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
   return scripts.gateway!.split(/\s+/).filter((word) => word.startsWith("--")).join(" ");
 }
 
+/** Calls until one succeeds (the gateway has loaded its snapshot and listens), for at most a minute. */
 export async function waitUntilServed(name: string, fire: () => Promise<void>): Promise<void> {
   const deadline = performance.now() + 60_000;
   for (;;) {
