@@ -50,6 +50,15 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
         if (version.projectId !== project.id) throw notFound("Project version not found");
         originProjectVersionId = version.id;
       }
+      const description = optionalText("description", req.description, 10_000) ?? null;
+      const evaluationWindow = nonNegative("evaluationWindow", req.evaluationWindow);
+      const delayWindow = nonNegative("delayWindow", req.delayWindow);
+      // The number is taken by a statement of its own, once the request is known valid, which
+      // holds the project's row only while it runs: inside the transaction, the row stayed locked
+      // until the commit, and a burst of creates in one project queued behind it past the wait
+      // for a pooled connection (503). An insert that then fails (a value PostgreSQL cannot store)
+      // leaves a gap in the numbers, as a sequence does.
+      const number = await nextTestNumber(em, project.id);
       const test = await em.transactional(async (tx) => {
         const now = new Date();
         const archived = req.archived ?? false;
@@ -57,9 +66,9 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
           id: randomUUID(),
           projectId: project.id,
           workspaceId: project.workspaceId,
-          number: await nextTestNumber(tx, project.id),
+          number,
           name,
-          description: optionalText("description", req.description, 10_000) ?? null,
+          description,
           type,
           subtype,
           thresholds: storeThresholds(thresholds),
@@ -70,8 +79,8 @@ export function createTestService(options: TestServiceOptions): ServiceImpl<type
           usesValidationDataset: req.usesValidationDataset ?? false,
           usesReferenceDataset: req.usesReferenceDataset ?? false,
           usesProductionData: req.usesProductionData ?? false,
-          evaluationWindow: nonNegative("evaluationWindow", req.evaluationWindow),
-          delayWindow: nonNegative("delayWindow", req.delayWindow),
+          evaluationWindow,
+          delayWindow,
           defaultToAllPipelines: req.defaultToAllPipelines ?? null,
           includePipelines: includePipelines.length ? includePipelines : null,
           excludePipelines: excludePipelines.length ? excludePipelines : null,
