@@ -45,7 +45,8 @@ describe("BatchedDestination", () => {
     const destination = new BatchedDestination(fd);
     const expected: string[] = [];
     for (let i = 0; i < 5_000; i++) {
-      const line = `{"i":${i},"pad":"${"x".repeat(i % 97)}"}\n`;
+      // Some lines with characters of two, three and four UTF-8 bytes, across batches' ends.
+      const line = `{"i":${i},"pad":"${"x".repeat(i % 97)}${i % 7 === 0 ? "é東😀" : ""}"}\n`;
       expected.push(line);
       destination.write(line);
     }
