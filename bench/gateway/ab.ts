@@ -16,9 +16,16 @@
  * with BENCH_AB_BASE naming this checkout, a setting's cost is read the same way);
  * BENCH_AB_BASE_FLAGS, Node flags for the BENCH_AB_BASE gateway in place of the harness's
  * (`--max-semi-space-size=16 --v8-pool-size=0`: a Node flag's cost, read the same way);
- * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (12, even). Both gateways read one
- * database, this checkout's schema. Prints each round, then the median CPU per call of each
- * process, and the two gateways' difference round by round and its mean.
+ * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (12, even); BENCH_AB_RUNS (1):
+ * runs of fresh gateway processes, the one started first alternating from run to run. Both
+ * gateways read one database, this checkout's schema. Prints each round, then per run the median
+ * CPU per call of each process and the two gateways' difference round by round and its mean, and
+ * with several runs the mean of the runs and its standard error.
+ *
+ * One run cannot read a few per cent: two gateways of the same code and settings measured −1 and
+ * −36 µs a call apart in two runs of one hour, and the gateway started first read 7–11 µs a call
+ * cheaper on average (docs/performance.md, "Observability cost"). The process, not the round, is
+ * what varies, so a small cost wants several runs, each with its own processes.
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -52,6 +59,8 @@ const stream = call === "stream" || call === "translated";
 const calls = Number(process.env.BENCH_AB_CALLS ?? "3000");
 const rounds = Number(process.env.BENCH_AB_ROUNDS ?? "12");
 if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) throw new Error(`BENCH_AB_ROUNDS must be an even number, got "${process.env.BENCH_AB_ROUNDS}"`);
+const runs = Number(process.env.BENCH_AB_RUNS ?? "1");
+if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_AB_RUNS must be a positive integer, got "${process.env.BENCH_AB_RUNS}"`);
 const concurrency = 64;
 
 interface Side {
@@ -68,50 +77,59 @@ interface Side {
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function sides(h: Harness, providerUrl: string): Promise<Side[]> {
+const ourName = "gateway (this checkout)";
+const theirName = "gateway (BENCH_AB_BASE)";
+
+/** The workspace the gateways serve: a key, and the guardrails of BENCH_AB_GUARDRAILS. */
+async function configure(h: Harness, providerUrl: string): Promise<string> {
   const { key } = await configureGateway(h.admin, providerUrl);
   for (const kind of ["pii", "prompt_injection", "content_safety"]) {
     for (const stage of stages) await expectStatus(h.admin, "POST", "/v1/gateway/guardrails", 201, { kind, stage, enabled: true });
   }
+  return key.secret;
+}
+
+const prompt = (i: number) => `Say hello in one short sentence. (${i})`;
+
+/** A process under load, ready once it has answered one call. */
+async function sideOf(h: Harness, name: string, origin: string, pid: number, secret: string, child?: BenchChild): Promise<Side> {
+  const messages = call === "translated" && child !== undefined;
+  const side: Side = {
+    name,
+    pid,
+    child,
+    pool: new Pool(origin, { connections: concurrency }),
+    target: {
+      name,
+      origin,
+      path: messages ? "/v1/messages" : responsesPath,
+      headers: { "content-type": "application/json", authorization: `Bearer ${secret}`, ...(messages ? { "anthropic-version": "2023-06-01" } : {}) },
+    },
+    body: (i) =>
+      messages ? messagesRequestBody(variedModel, stream, prompt(i)) : call === "conversation" ? conversationBody(variedModel, i) : requestBody(variedModel, stream, prompt(i)),
+    bytes: Number.NaN,
+  };
+  h.defer(() => side.pool.destroy());
+  side.bytes = await h.guarded(firstAnswerBytes(side));
+  return side;
+}
+
+async function bareProxy(h: Harness, providerUrl: string): Promise<Side> {
   const proxy = h.start("bare proxy", ["--expose-gc", ...h.nodeFlags, here("bare-proxy.ts")], h.cores?.middle, {
     ...process.env,
     BENCH_UPSTREAM: providerUrl,
     BENCH_CONNECTIONS: String(gatewayCapacity),
   });
-  const proxyUrl = `http://127.0.0.1:${(await h.guarded(proxy.next("ready"))).port}`;
-  const ours = await h.startGateway("gateway (this checkout)");
-  const theirs = await h.startGateway("gateway (BENCH_AB_BASE)", baseEnv, baseFlags ?? h.nodeFlags, base);
-  const translated = call === "translated";
-  const prompt = (i: number) => `Say hello in one short sentence. (${i})`;
-  const side = (name: string, origin: string, pid: number, secret: string, child?: BenchChild): Side => {
-    const viaGateway = child !== undefined;
-    const messages = translated && viaGateway;
-    return {
-      name,
-      pid,
-      child,
-      pool: new Pool(origin, { connections: concurrency }),
-      target: {
-        name,
-        origin,
-        path: messages ? "/v1/messages" : responsesPath,
-        headers: { "content-type": "application/json", authorization: `Bearer ${secret}`, ...(messages ? { "anthropic-version": "2023-06-01" } : {}) },
-      },
-      body: (i) =>
-        messages ? messagesRequestBody(variedModel, stream, prompt(i)) : call === "conversation" ? conversationBody(variedModel, i) : requestBody(variedModel, stream, prompt(i)),
-      bytes: Number.NaN,
-    };
-  };
-  const all = [
-    side("bare proxy", proxyUrl, proxy.pid, providerApiKey),
-    side("gateway (this checkout)", ours.url, ours.child.pid, key.secret, ours.child),
-    side("gateway (BENCH_AB_BASE)", theirs.url, theirs.child.pid, key.secret, theirs.child),
-  ];
-  for (const s of all) {
-    h.defer(() => s.pool.destroy());
-    s.bytes = await h.guarded(firstAnswerBytes(s));
-  }
-  return all;
+  const url = `http://127.0.0.1:${(await h.guarded(proxy.next("ready"))).port}`;
+  return sideOf(h, "bare proxy", url, proxy.pid, providerApiKey);
+}
+
+/** The two gateways, started in the order asked: [this checkout's, BENCH_AB_BASE's]. */
+async function gateways(h: Harness, secret: string, theirsFirst: boolean): Promise<[Side, Side]> {
+  const startOurs = () => h.startGateway(ourName);
+  const startTheirs = () => h.startGateway(theirName, baseEnv, baseFlags ?? h.nodeFlags, base);
+  const [ours, theirs] = theirsFirst ? await startTheirs().then(async (t) => [await startOurs(), t] as const) : await startOurs().then(async (o) => [o, await startTheirs()] as const);
+  return [await sideOf(h, ourName, ours.url, ours.child.pid, secret, ours.child), await sideOf(h, theirName, theirs.url, theirs.child.pid, secret, theirs.child)];
 }
 
 /** One call, retried until the process serves; the length of its answer. */
@@ -126,52 +144,72 @@ async function firstAnswerBytes(s: Side): Promise<number> {
   return bytes;
 }
 
+const signed = (us: number) => `${us >= 0 ? "+" : ""}${us.toFixed(0)}`;
+
 await withHarness(
   (message) => console.error(`[ab] ${message}`),
   async (h) => {
     const provider = await h.startProvider();
-    const all = await sides(h, provider.url);
+    const secret = await configure(h, provider.url);
+    const bare = await bareProxy(h, provider.url);
     let sequence = 1;
     const once = (s: Side) => (stream ? streamOnce : callOnce)(s.pool, s.target, s.body(sequence++), s.bytes);
     h.pinGenerator();
-    for (const s of all) await h.guarded(closedLoop(Math.min(calls, 1500), concurrency, () => once(s)));
-    const cpu = new Map<string, number[]>(all.map((s) => [s.name, []]));
-    for (let round = 0; round < rounds; round++) {
-      // The bare proxy first, then the two gateways, each first in every other round: a process
-      // that runs twice in a row (the last of a round and the first of the next) finds its caches
-      // warm, and reads cheaper than one that follows another process.
-      const [bare, ours, theirs] = all as [Side, Side, Side];
-      for (const s of round % 2 === 0 ? [bare, ours, theirs] : [bare, theirs, ours]) {
-        const before = cpuSecondsOf(s.pid);
-        const ms = await h.guarded(closedLoop(calls, concurrency, () => once(s)));
-        const us = ((cpuSecondsOf(s.pid) - before) / calls) * 1e6;
-        cpu.get(s.name)!.push(us);
-        console.error(`[ab] round ${round + 1}: ${s.name}: ${Math.round(calls / (ms / 1000))} req/s, ${us.toFixed(0)} µs CPU per call`);
+    const call_ = `${call}${stages.length > 0 ? `, guardrails on ${stages.join(" and ")}` : ""}`;
+    console.log(`Call: ${call_}; ${calls} calls per process and round at c=${concurrency}, ${rounds} rounds, ${runs} run(s); BENCH_AB_BASE=${base}${process.env.BENCH_AB_BASE_ENV ? ` with ${process.env.BENCH_AB_BASE_ENV}` : ""}${baseFlags ? `, its flags ${baseFlags.join(" ")} (this checkout's ${h.nodeFlags.join(" ")})` : ""}`);
+    const means: number[] = [];
+    for (let run = 0; run < runs; run++) {
+      const theirsFirst = run % 2 === 1;
+      const [ours, theirs] = await gateways(h, secret, theirsFirst);
+      const all = [bare, ours, theirs];
+      for (const s of all) await h.guarded(closedLoop(Math.min(calls, 1500), concurrency, () => once(s)));
+      const cpu = new Map<string, number[]>(all.map((s) => [s.name, []]));
+      for (let round = 0; round < rounds; round++) {
+        // The bare proxy first, then the two gateways, each first in every other round: a process
+        // that runs twice in a row (the last of a round and the first of the next) finds its caches
+        // warm, and reads cheaper than one that follows another process.
+        for (const s of round % 2 === 0 ? [bare, ours, theirs] : [bare, theirs, ours]) {
+          const before = cpuSecondsOf(s.pid);
+          const ms = await h.guarded(closedLoop(calls, concurrency, () => once(s)));
+          const us = ((cpuSecondsOf(s.pid) - before) / calls) * 1e6;
+          cpu.get(s.name)!.push(us);
+          console.error(`[ab] run ${run + 1}, round ${round + 1}: ${s.name}: ${Math.round(calls / (ms / 1000))} req/s, ${us.toFixed(0)} µs CPU per call`);
+        }
+      }
+      console.log(`Run ${run + 1} (${theirsFirst ? "BENCH_AB_BASE's" : "this checkout's"} gateway started first):`);
+      for (const [name, xs] of cpu) console.log(`${name}: median ${median(xs).toFixed(0)} µs CPU per call (rounds: ${xs.map((x) => x.toFixed(0)).join(", ")})`);
+      // What the young generation's size (BENCH_AB_BASE_FLAGS) costs in memory: RSS once the load
+      // is over and a full collection has run, and its peak.
+      for (const s of [ours, theirs]) {
+        await h.guarded(s.child!.ask({ type: "gc", flavor: "regular" }, "gc-done"));
+        const { rss, peak } = memoryOf(s.pid);
+        console.log(`${s.name}: RSS after the run and a full collection ${(rss / 1e6).toFixed(1)} MB, peak ${(peak / 1e6).toFixed(1)} MB`);
+      }
+      // Each round's two gateways ran next to each other: their difference is read round by
+      // round, and averaged over pairs of rounds. The first gateway of a round reads cheaper than
+      // the second (by 20–90 µs a call when both run the same code: it ran last in the round
+      // before, and only the bare proxy ran in between), and each is first in half of the rounds.
+      const oursCpu = cpu.get(ourName)!;
+      const theirsCpu = cpu.get(theirName)!;
+      const differences = oursCpu.map((us, i) => us - theirsCpu[i]!);
+      const mean = differences.reduce((sum, d) => sum + d, 0) / differences.length;
+      means.push(mean);
+      console.log(
+        `This checkout over BENCH_AB_BASE, round by round: mean ${signed(mean)} µs CPU per call ` +
+          `(${((mean / median(theirsCpu)) * 100).toFixed(1)} %; rounds: ${differences.map(signed).join(", ")})`,
+      );
+      for (const s of [ours, theirs]) {
+        await s.pool.destroy();
+        await h.retire(s.child!);
       }
     }
-    const call_ = `${call}${stages.length > 0 ? `, guardrails on ${stages.join(" and ")}` : ""}`;
-    console.log(`Call: ${call_}; ${calls} calls per process and round at c=${concurrency}, ${rounds} rounds; BENCH_AB_BASE=${base}${process.env.BENCH_AB_BASE_ENV ? ` with ${process.env.BENCH_AB_BASE_ENV}` : ""}${baseFlags ? `, its flags ${baseFlags.join(" ")} (this checkout's ${h.nodeFlags.join(" ")})` : ""}`);
-    for (const [name, xs] of cpu) console.log(`${name}: median ${median(xs).toFixed(0)} µs CPU per call (rounds: ${xs.map((x) => x.toFixed(0)).join(", ")})`);
-    // What the young generation's size (BENCH_AB_BASE_FLAGS) costs in memory: RSS once the load is
-    // over and a full collection has run, and its peak.
-    for (const s of all) {
-      if (!s.child) continue;
-      await h.guarded(s.child.ask({ type: "gc", flavor: "regular" }, "gc-done"));
-      const { rss, peak } = memoryOf(s.pid);
-      console.log(`${s.name}: RSS after the run and a full collection ${(rss / 1e6).toFixed(1)} MB, peak ${(peak / 1e6).toFixed(1)} MB`);
+    if (runs > 1) {
+      const mean = means.reduce((sum, m) => sum + m, 0) / runs;
+      const sd = Math.sqrt(means.reduce((sum, m) => sum + (m - mean) ** 2, 0) / (runs - 1));
+      console.log(
+        `This checkout over BENCH_AB_BASE, over ${runs} runs: mean ${signed(mean)} µs CPU per call, ` +
+          `standard error ${(sd / Math.sqrt(runs)).toFixed(1)} (runs: ${means.map(signed).join(", ")})`,
+      );
     }
-    // Each round's two gateways ran next to each other: their difference is read round by round,
-    // and averaged over pairs of rounds. The first gateway of a round reads cheaper than the
-    // second (by 20–90 µs a call when both run the same code: it ran last in the round before,
-    // and only the bare proxy ran in between), and each is first in half of the rounds.
-    const ours = cpu.get("gateway (this checkout)")!;
-    const theirs = cpu.get("gateway (BENCH_AB_BASE)")!;
-    const differences = ours.map((us, i) => us - theirs[i]!);
-    const mean = differences.reduce((sum, d) => sum + d, 0) / differences.length;
-    const signed = (us: number) => `${us >= 0 ? "+" : ""}${us.toFixed(0)}`;
-    console.log(
-      `This checkout over BENCH_AB_BASE, round by round: mean ${signed(mean)} µs CPU per call ` +
-        `(${((mean / median(theirs)) * 100).toFixed(1)} %; rounds: ${differences.map(signed).join(", ")})`,
-    );
   },
 );

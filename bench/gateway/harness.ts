@@ -38,6 +38,8 @@ export interface Harness {
   start(name: string, args: string[], cpu: number | undefined, env: NodeJS.ProcessEnv, cwd?: string): BenchChild;
   /** The work, failed at once (with the child's stderr) if any child dies meanwhile. */
   guarded<T>(work: Promise<T>): Promise<T>;
+  /** Stops a child before cleanup; `guarded` no longer watches it. */
+  retire(child: BenchChild): Promise<void>;
   /** The fake provider on the generator's core, and its origin. */
   startProvider(): Promise<{ child: BenchChild; url: string }>;
   /**
@@ -110,6 +112,11 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
       return child;
     };
     const guarded = <T>(work: Promise<T>): Promise<T> => Promise.race([work, ...children.map((c) => c.died)]);
+    const retire = async (child: BenchChild): Promise<void> => {
+      const at = children.indexOf(child);
+      if (at >= 0) children.splice(at, 1);
+      await child.stop();
+    };
     const nodeFlags = (process.env.BENCH_GATEWAY_NODE_FLAGS ?? gatewayScriptFlags()).split(/\s+/).filter(Boolean);
     const logLevel = process.env.BENCH_GATEWAY_LOG_LEVEL || "info";
 
@@ -128,6 +135,7 @@ export async function withHarness<T>(log: (message: string) => void, fn: (h: Har
       defer,
       start,
       guarded,
+      retire,
       async startProvider() {
         const child = start("fake provider", ["--expose-gc", here("fake-provider.ts")], cores?.generator, process.env);
         return { child, url: `http://127.0.0.1:${(await guarded(child.next("ready"))).port}` };
