@@ -128,7 +128,14 @@ async function bareProxy(h: Harness, providerUrl: string): Promise<Side> {
 async function gateways(h: Harness, secret: string, theirsFirst: boolean): Promise<[Side, Side]> {
   const startOurs = () => h.startGateway(ourName);
   const startTheirs = () => h.startGateway(theirName, baseEnv, baseFlags ?? h.nodeFlags, base);
-  const [ours, theirs] = theirsFirst ? await startTheirs().then(async (t) => [await startOurs(), t] as const) : await startOurs().then(async (o) => [o, await startTheirs()] as const);
+  let ours, theirs;
+  if (theirsFirst) {
+    theirs = await startTheirs();
+    ours = await startOurs();
+  } else {
+    ours = await startOurs();
+    theirs = await startTheirs();
+  }
   return [await sideOf(h, ourName, ours.url, ours.child.pid, secret, ours.child), await sideOf(h, theirName, theirs.url, theirs.child.pid, secret, theirs.child)];
 }
 
