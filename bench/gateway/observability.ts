@@ -132,7 +132,6 @@ function gatewayLogger(destination: pino.DestinationStream): Logger {
   );
 }
 
-/** An OTLP/HTTP collector on loopback that takes every export and answers 200, counting them. */
 /** An OTLP/HTTP collector on loopback that answers every export 200 and counts them. */
 export async function startCollector(): Promise<{ url: string; exports: () => number; close(): Promise<void> }> {
   let exports = 0;
