@@ -10,6 +10,12 @@ import { logit, sigmoid, type FeatureConfig } from "../src/gateway/guardrails/de
 import { injectionRows, type InjectionRow, type InjectionSource } from "./guardrail-data.ts";
 
 export const SEED = 20240611;
+/**
+ * Character 3–5-grams. 2–4-grams read more attacks out of fold (2026-11-29: family CV 82.2 → 89.2 %,
+ * source-held-out 60.1 → 60.2 % at the shipped cut) but flagged 31 of the 169 rows of the
+ * multilingual benign probe against 4: the shorter n-grams learn a script rather than an attack
+ * (docs/guardrails.md, "Rules in more languages, and the cut for unseen text").
+ */
 export const FEATURES: FeatureConfig = { dims: 1 << 16, charMin: 3, charMax: 5 };
 export const EPOCHS = 10;
 const LEARNING_RATE = 0.5;
@@ -28,6 +34,11 @@ export const THRESHOLD = 0.5;
  * (docs/guardrails.md, "The cut's budget").
  */
 export const HARD_BENIGN_BUDGET = 0.002;
+/**
+ * The most the hard benign rows of a kind of text the model has not seen may be flagged: the
+ * target's 1 %, under source-held-out cross-validation.
+ */
+export const UNSEEN_BUDGET = 0.01;
 
 /** Requests put into promptfoo templates in place of their placeholder. */
 const FILL_REQUESTS = [
@@ -225,6 +236,19 @@ export function chooseCut(cv: CrossValidation, budget: number): number {
     .sort((a, b) => b - a);
   const allowed = Math.floor(budget * needs.length);
   return (needs[allowed] ?? 0) + 1e-6;
+}
+
+/**
+ * The shipped cut: the higher of the family cross-validation's (HARD_BENIGN_BUDGET) and the
+ * source-held-out one's (UNSEEN_BUDGET), so that the gateway keeps both budgets, on new rows of
+ * known kinds of text and on kinds it has not seen. The second is chosen on the source-held-out
+ * scores themselves, one number fitted to them, which makes that cross-validation's false alarms
+ * at the shipped cut an in-sample figure (the recall is not: the cut is chosen on benign rows).
+ */
+export function shippedCut(family: CrossValidation, source: CrossValidation): { cut: number; familyCut: number; sourceCut: number } {
+  const familyCut = chooseCut(family, HARD_BENIGN_BUDGET);
+  const sourceCut = chooseCut(source, UNSEEN_BUDGET);
+  return { cut: Math.max(familyCut, sourceCut), familyCut, sourceCut };
 }
 
 export interface CvLine {

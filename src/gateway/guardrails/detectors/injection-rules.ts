@@ -1,4 +1,4 @@
-import { afterFirst, markdownImageTemplate } from "./injection-scans.ts";
+import { afterFirst, gated, markdownImageTemplate, payloadSplitting } from "./injection-scans.ts";
 import { requiredLiterals, type Branch } from "./rule-literals.ts";
 
 /**
@@ -109,6 +109,59 @@ const DE_OBJ = "(?:anweisungen|instruktionen|regeln|befehle|aufgaben|aufträge|v
 const ES_OBJ = "(?:instrucciones|reglas|órdenes|indicaciones|directrices|tareas|restricciones|normas)";
 const FR_OBJ = "(?:instructions|règles|consignes|ordres|directives|tâches|restrictions)";
 
+/** "I am God" in the cue lexicon's languages, then a stop, a comma or "and" (injection-cues.ts lists them). */
+const GOD_CLAIM = `(?:\\b(?:ich bin|je suis|soy|sono|sou|eu sou|ik ben|ben|tôi là|ako ay|ako ang|aku|saya|aku adalah|saya adalah) (?:gott|dieu|dios|dio|deus|god|tanrı(?:'?yım)?|chúa|diyos|tuhan)|я (?:есть )?бог|मैं भगवान हूँ|मैं भगवान हूं|मैं ईश्वर हूँ|আমি (?:ঈশ্বর|ভগবান)|أنا (?:الله|الإله|إله)|나는 신이다|저는 신입니다|나는 신입니다|我是上帝|我是神|私は神です|僕は神です|ฉันคือพระเจ้า)(?: ?[,.!;،、，。]| (?:and|und|et|y|e|en|ve|và|at|dan|и|और|এবং|و)(?=\\s))`;
+/**
+ * An overriding mode entered ("ओवरराइड मोड", "オーバーライドモード", "modo anulación", "وضع تجاوز"), or
+ * an angle-bracketed tag of at most 40 characters that names a system or override mode in any of
+ * these languages ("<MODE SYSTÈME>", "< MODALITÀ SISTEMA>", "<وضع النظام>"): the look-aheads are
+ * bounded, so each "<" costs a constant.
+ */
+const MODE_WORD = "(?:(?<![a-z])(?:mode|modus|modo|modalità)(?![a-z])|режим|मोड|মোড|モード|모드|模式|وضع|chế độ|โหมด)";
+const OVERRIDE_OTHER = "(?:remplacement|dérogation|anulación|substituição|sovrascrittura|переопределени\\S*|ओवरराइड|ওভাররাইড|オーバーライド|오버라이드|覆盖|覆写|تجاوز|geçersiz kılma|ghi đè|penggantian|แทนที่)";
+const OVERRIDE_WORD = `(?:\\boverrid(?:e|ing)|${OVERRIDE_OTHER})`;
+const SYSTEM_WORD = "(?:(?<![a-z])(?:system|système|systeme|sistema|sistem)(?![a-z])|систем|सिस्टम|সিস্টেম|システム|시스템|系统|النظام|hệ thống|ระบบ)";
+const MODE_CLAIM = `${OVERRIDE_OTHER}[ _]?${MODE_WORD}|${MODE_WORD} (?:de |d'|di |ng )?${OVERRIDE_OTHER}|<(?=[^<>\\n="']{0,40}>)(?=[^<>\\n]{0,40}?${MODE_WORD})(?=[^<>\\n]{0,40}?(?:${SYSTEM_WORD}|${OVERRIDE_WORD}))`;
+
+/**
+ * The English "ignore the function and state that …" (indirect_instruction) in the other
+ * languages of the cue lexicon: an order to ignore the document handed over, then one to assert
+ * something, within a few words. The verbs are those of asserting (state, indicate, declare, say
+ * that), not of telling: "Ignora el código y dime qué hace" asks about the code. Verb first where
+ * the language puts the object after it, object first where before (Hindi, Bengali, Japanese,
+ * Korean, Turkish).
+ */
+const IGNORE_ML =
+  "(?:\\b(?:ignorez|ignorer|ignore|ignora|ignorar|ignorieren sie|ignoriere|ignoriert|negeer|bỏ qua|abaikan|balewalain)|игнорируйте|игнорируй|игнорировать|تجاهل|忽略|忽视|无视)";
+const IGNORE_ML_AFTER = "(?:yok say\\S*|görmezden gel\\S*|अनदेखा कर\\S*|उपेक्षा कर\\S*|উপেক্ষা কর\\S*|無視して|無視し|무시하고|무시하)";
+/** The document after the verb (the languages that put it there and write spaces). */
+const DOCUMENT_ML =
+  "(?:fonction|funktion|función|funzione|função|функци\\S*|fungsi|chức năng|page web|página web|pagina web|webseite|webpagina|" +
+  "веб-страниц\\S*|trang web|halaman web|curriculum|currículo|lebenslauf|résumé|резюме|sơ yếu lý lịch|document|documento|" +
+  "dokument|документ\\S*|tài liệu|dokumen|données|datos|dati|dados|daten|данны\\S*|dữ liệu|contenu|contenido|contenuto|" +
+  "conteúdo|inhalt|содержимое|nội dung|konten)";
+const ASSERT_ML =
+  "(?:indiquez|indiquer|déclarez|affirmez|dites que|geben sie an|behaupte\\S*|indica|indique|declara|declare|afirma|afirme|diga que|di che|dichiara|afferma|" +
+  "укажите|заявите|скажите,? что|chỉ ra|tuyên bố|nói rằng|tunjukkan|nyatakan|katakan bahwa|isaad|sabihin na|belirt\\S*|söyle\\S*|أشر|اذكر|صرح|وقل|قل ان|" +
+  "बतायें|बताएं कि|कहें कि|संकेत दें|বলুন যে|述べ|と言って|말하|명시|并说|声明|表示|指出|ระบุว่า)";
+/** The document before the verb, in the languages that put it there and write spaces (Turkish, Hindi, Bengali). */
+const DOCUMENT_BEFORE = "(?:\\b(?:fonksiyon|web sayfas|özgeçmiş|belge|veri|içeri)\\S*|फंक्शन|वेबपेज|रेज़्यूमे|दस्तावेज़|डेटा|सामग्री|ফাংশন|ওয়েবপেজ|ডেটা)";
+/** "And" between the two orders, or a stop: what English reads as "ignore the X and state". */
+const AND_ML = "(?:[,،、]? ?(?:y|e|et|und|and|en|ve|và|dan|at|и|और|এবং) | ?[,.:;،、] )";
+const IGNORE_DOCUMENT_ASSERT =
+  `${IGNORE_ML} (?:\\S+ )?${DOCUMENT_ML}\\S*${AND_ML}(?:\\S+ ){0,3}${ASSERT_ML}|` +
+  `${DOCUMENT_BEFORE}\\S* (?:\\S+ )?${IGNORE_ML_AFTER}${AND_ML}(?:\\S+ ){0,3}${ASSERT_ML}|` +
+  // Arabic writes "and" on the verb; Chinese, Japanese and Korean without spaces.
+  "تجاهل (?:\\S+ )?(?:الدالة|الوظيفة|البيانات|المحتوى|الصفحة)\\S* و(?:أشر|اذكر|قل|صرح)|" +
+  "(?:忽略|忽视|无视)(?:函数|网页|简历|文件|数据|内容)[并,，]?.{0,6}?(?:说|声明|表示|指出)|" +
+  "(?:関数|ウェブページ|履歴書|文書|データ|内容)を?無視して.{0,20}?(?:述べ|と言って)|" +
+  "(?:함수|웹페이지|이력서|문서|데이터|내용)(?:을|를|은|는)? ?무시하고.{0,20}?(?:말하|명시)";
+
+/** What GOD_CLAIM, MODE_CLAIM and IGNORE_DOCUMENT_ASSERT cannot match without (see `gated`). */
+const GOD_GATE = /gott|dieu|dios|dio|deus|god|tanrı|chúa|diyos|tuhan|бог|भगवान|ईश्वर|ঈশ্বর|ভগবান|الله|إله|신|上帝|神|พระเจ้า/;
+const MODE_GATE = /mode|modus|modo|modalit|режим|मोड|মোড|モード|모드|模式|وضع|chế độ|โหมด/;
+const IGNORE_GATE = /ignor|negeer|bỏ qua|abaikan|balewalain|игнор|تجاهل|忽略|忽视|无视|yok say|görmezden|अनदेखा|उपेक्षा|উপেক্ষা|無視|무시/;
+
 /** A secret the assistant may hold: what CyberSecEval-style extraction asks for. */
 const SECRET = "(?:password|passcode|pass ?phrase|secret (?:key|code|word|password)|access code|pin code)";
 /** What the assistant answers with: an instruction about it comes from whoever wrote the text. */
@@ -200,6 +253,9 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   // unless an answer is to ignore them (the 0.7 rule above).
   rule("jailbreak_template", 0.3, `\\bcan say anything\\b|\\bfrom now on,? you (?:will|are going to|should|must)\\b|\\bstay in character\\b|\\bimmersion\\b|\\bdr\\. al\\b|\\bauto_regressive_modelling\\b`),
 
+  // A request split into quoted fragments and joined again (injection-scans.ts).
+  { family: "jailbreak_template", weight: 0.75, pattern: payloadSplitting },
+
   // Fake role delimiters -----------------------------------------------------------------------------
   rule("delimiter_spoof", 0.9, `<\\|(?:im_start|im_end|system|endoftext|user|assistant|eot_id|start_header_id)\\|>|\\[/?inst\\]|<<\\/?sys>>|<\\/?(?:system|sys|user|nutzer|usuario|utilisateur|assistant)>`),
   // Two hashes stand for any number: `#{2,}` would rescan a long run of them from each one.
@@ -214,10 +270,18 @@ export const INJECTION_RULES: readonly InjectionRule[] = [
   rule("authority_claim", 0.75, `\\bi am (?:your|the|an?) (?:developer|creator|programmer|admin|administrator|owner|operator|maker)\\b.{0,80}\\b(?:authori[sz]|debug|maintenance|override|ignore|unlock|enable|disable)`),
   rule("authority_claim", 0.75, `\\b(?:enter|entering|switch to|activate|enable) (?:debug|maintenance|god|admin|sudo|root|unrestricted) mode\\b.{0,120}\\b(?:print|ignore|output|reveal|no (?:rules|restrictions|filters))|\\b(?:you are now|you're now) in (?:debug|maintenance|god|admin|unrestricted) mode\\b`),
   rule("authority_claim", 0.8, `\\b(?:safety|security|previous|all|content) (?:rules|guidelines|restrictions|policies|filters) (?:are|have been) (?:now )?(?:deprecated|suspended|lifted|disabled|removed|void|revoked|no longer (?:valid|in effect|apply))\\b|\\bregeln sind aufgehoben\\b|\\brègles de sécurité sont suspendues\\b|\\breglas (?:de seguridad )?(?:están|han sido) (?:suspendidas|anuladas)\\b|\\bmessage de l'administrateur\\b|\\bmensaje del administrador\\b|\\bnachricht vom administrator\\b`),
-  rule("authority_claim", 0.75, `\\b(?:i'?m|i am|as|this is) (?:your|the ai'?s) (?:developer|creator|programmer|maker|admin|administrator|owner|master|operator)\\b|\\bi am (?:god|your god|your master)\\b`),
+  rule("authority_claim", 0.75, `\\b(?:i'?m|i am|as|this is) (?:your|the ai'?s) (?:developer|creator|programmer|maker|admin|administrator|owner|master|operator)\\b|\\bi(?:'?m| am) (?:god|your god|your master)\\b`),
   rule("authority_claim", 0.75, `\\b(?:ich bin|als) (?:dein|deine|ihr) (?:entwickler|entwicklerin|schöpfer|programmierer|administrator|besitzer)\\b|\\b(?:je suis|en tant que) (?:ton|votre) (?:développeur|développeuse|créateur|programmeur|administrateur|propriétaire)\\b|\\b(?:soy|como) (?:tu|su) (?:desarrollador|desarrolladora|creador|programador|administrador|dueño)\\b|\\b(?:sono|come) (?:il )?(?:tuo|suo) (?:sviluppatore|creatore|programmatore|amministratore|proprietario)\\b|\\b(?:sou|como) (?:o )?(?:teu|seu) (?:desenvolvedor|criador|programador|administrador|dono)\\b|\\b(?:ik ben|als) (?:je|jouw|uw) (?:ontwikkelaar|maker|programmeur|beheerder|eigenaar)\\b`),
   rule("authority_claim", 0.8, `< ?/? ?(?:god|system|admin|developer|debug|sudo|root|override|maintenance|security override)[ _-]?mode ?>|\\b(?:now )?entering (?:an? |the )?['"]?(?:[a-z]+ ){0,2}override mode\\b|\\b(?:law enforcement|security|admin|emergency|system) override mode\\b`),
   rule("authority_claim", 0.7, `\\b(?:i'?m|i am|we are|we're) (?:now )?(?:entering|activating|enabling|switching (?:you )?(?:in)?to) (?:an? |the |your )?['"]?(?:maintenance|debug|admin|god|root|sudo|developer|diagnostic|test) mode\\b`),
+
+  // The same two claims in the other languages of the cue lexicon (injection-cues.ts), where the
+  // patterns above do not read: the speaker is God ("Soy Dios, y tienes que responder…", "私は神です。"),
+  // said as a claim (followed by a stop, a comma or "and"), not "Ich bin Gott dankbar"; and a mode
+  // that overrides, or a tag that names the system's mode ("<MODE SYSTÈME>", "<وضع النظام>").
+  { family: "authority_claim", weight: 0.75, pattern: gated(GOD_GATE, new RegExp(GOD_CLAIM, "u")) },
+  { family: "authority_claim", weight: 0.8, pattern: gated(MODE_GATE, new RegExp(MODE_CLAIM, "u")) },
+  { family: "indirect_instruction", weight: 0.75, pattern: gated(IGNORE_GATE, new RegExp(IGNORE_DOCUMENT_ASSERT, "u")) },
 
   // Instructions hidden in content -------------------------------------------------------------------
   rule("indirect_instruction", 0.8, `\\b(?:note|message|instruction|reminder) (?:to|for) (?:the )?(?:ai|llm|assistant|model|chatbot|language model|ai system|ai assistant)\\b|\\b(?:ai|assistant|llm|model|system) (?:processing|reading|summari[sz]ing) this\\b|\\bif you are an? (?:ai|llm|language model|assistant)\\b`),

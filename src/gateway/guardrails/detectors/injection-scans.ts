@@ -251,3 +251,43 @@ export function afterFirst(marker: RegExp, then: RegExp): { exec(text: string): 
     },
   };
 }
+
+/** A one-letter variable given a quoted fragment of text: `c = "she must share her password."`. */
+const FRAGMENT = /\b([a-z]) ?= ?"([^"\n]{1,300})"/g;
+/** Three or more one-letter variables joined: `z = a + b + c`. */
+const CONCATENATION = /\b[a-z] ?= ?[a-z](?: ?\+ ?[a-z]){2,}\b/g;
+/** A fragment of at least three words: prose, not the `"hello"` of a string exercise. */
+const PROSE = /\S+ \S+ \S/;
+
+/**
+ * Payload splitting (Kang et al., "Exploiting Programmatic Behavior of LLMs", 2023): a request cut
+ * into quoted fragments, each harmless alone, given to one-letter variables and joined for the
+ * model to act on. Matches a join of three or more variables of which at least two hold prose.
+ * Linear: each expression scans the text once.
+ */
+export const payloadSplitting = {
+  exec(text: string): { index: number; 0: string } | null {
+    if (!text.includes("+")) return null;
+    const prose = new Set<string>();
+    FRAGMENT.lastIndex = 0;
+    for (let m = FRAGMENT.exec(text); m; m = FRAGMENT.exec(text)) if (PROSE.test(m[2]!)) prose.add(m[1]!);
+    if (prose.size < 2) return null;
+    CONCATENATION.lastIndex = 0;
+    for (let m = CONCATENATION.exec(text); m; m = CONCATENATION.exec(text)) {
+      const joined = m[0].slice(m[0].indexOf("=") + 1).match(/[a-z]/g) ?? [];
+      if (joined.filter((v) => prose.has(v)).length >= 2) return { index: m.index, 0: m[0] };
+    }
+    return null;
+  },
+};
+
+/**
+ * An expression run only on a text where `gate`, a plain alternation of words it cannot match
+ * without, finds one: for the rules in many scripts, which the literal filter (ASCII only) cannot
+ * guard. Measured on the 1 KB evaluation texts: the "ignore the document and assert" rule 16 µs
+ * a KB alone, about 1 µs behind its gate.
+ */
+export function gated(gate: RegExp, pattern: RegExp): { exec(text: string): { index: number; 0: string } | null } {
+  if (gate.global || gate.sticky) throw new Error("gated: the gate must not keep a position");
+  return { exec: (text) => (gate.test(text) ? pattern.exec(text) : null) };
+}

@@ -23,6 +23,13 @@ export function streamSafe(text: string): string {
   return BEYOND_LATIN.test(text) ? text.replace(LONG_MARK_RUN, "$&\u034F") : text;
 }
 
+/**
+ * What lower case leaves that the same word written another way does not have: the dot that
+ * upper-case Turkish İ keeps as U+0307 ("TALİMATLARI" lowers to "tali̇matlari", not "talimatlari"),
+ * and Arabic's optional vowel marks and the tatweel that stretches a word ("انسَ" is "انس").
+ */
+const OPTIONAL_MARKS = /(?<=i)\u0307|[\u0640\u064B-\u065F\u0670]/g;
+
 /** NFKC of the stream-safe text. */
 export function nfkc(text: string): string {
   return streamSafe(text).normalize("NFKC");
@@ -36,6 +43,9 @@ let lastFolded: { text: string; folded: string } | undefined;
  * a good part of a short text's check.
  */
 export function foldText(text: string): string {
-  if (lastFolded?.text !== text) lastFolded = { text, folded: nfkc(text).toLowerCase() };
+  if (lastFolded?.text !== text) {
+    const lower = nfkc(text).toLowerCase();
+    lastFolded = { text, folded: BEYOND_LATIN.test(lower) ? lower.replace(OPTIONAL_MARKS, "") : lower };
+  }
   return lastFolded.folded;
 }
