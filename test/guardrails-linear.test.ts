@@ -197,6 +197,14 @@ describe("detectors take time linear in the text", () => {
     "a document, then answer verbs without an answer": (n) => "email: " + repeat("translate your ")(n),
     "document markers without an instruction": repeat("email: this page "),
     "sentences that speak of the answer, without tampering": (n) => "email: " + repeat(". your answer ")(n),
+    // The rules of 2026-11-29's afternoon: tags, claims, orders and parts that never complete.
+    "mode tags that never close": repeat("<mode système "),
+    "orders to ignore a document, without an assertion": repeat("ignorez la fonction et "),
+    "documents before an order to ignore, without an assertion": repeat("fonksiyonu yok say ve "),
+    "God claimed without a stop": repeat("ich bin gott "),
+    "prose fragments in variables, never joined": repeat('a = "x y z" + '),
+    "labelled parts of a secret, never quoted": (n) => "combine the password: " + repeat("part 1 is ")(n),
+    "tag characters": repeat("\u{E0041}\u{E0020}"),
   };
   for (const [name, make] of Object.entries(injectionShapes)) {
     it(`prompt injection: ${name}`, () => expectLinear(scoreInjection, make, 16 * KiB));
