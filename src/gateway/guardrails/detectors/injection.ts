@@ -185,11 +185,11 @@ function hiddenTagText(raw: string): string | undefined {
   return normalizeForRules(ascii.join("\n"));
 }
 
-/** The normalized text and the de-obfuscated variants that apply to it. */
-export function ruleVariants(text: string, folded: string = foldText(text)): string[] {
+/** The normalized text and the de-obfuscated variants that apply to it (`hidden`: its tag-character text, when read already). */
+export function ruleVariants(text: string, folded: string = foldText(text), hidden: string | undefined = hiddenTagText(text)): string[] {
   const base = normalizeSpacing(folded);
   const variants = [base];
-  for (const v of [unleet(base), unspace(text), unbase64(text), unbinary(text), unreverse(base), hiddenTagText(text)]) {
+  for (const v of [unleet(base), unspace(text), unbase64(text), unbinary(text), unreverse(base), hidden]) {
     if (v !== undefined && v !== base) variants.push(v);
   }
   return variants;
@@ -270,11 +270,12 @@ export function ruleFamilies(
 ): Partial<Record<RuleFamily, number>> {
   strongest.fill(0);
   if (shouted(raw)) strongest[OUTPUT_FORCING] = 0.5;
-  if (hiddenTagText(raw) !== undefined) strongest[INDIRECT_INSTRUCTION] = HIDDEN_TEXT_WEIGHT;
+  const hidden = hiddenTagText(raw);
+  if (hidden !== undefined) strongest[INDIRECT_INSTRUCTION] = HIDDEN_TEXT_WEIGHT;
   const { filter, families: familyOf } = indexOf(rules);
   // Quotes and the mention frame are only looked for once a rule matches (most texts match none).
   // A family's weight is the most any of its rules gives on any variant, whatever the order.
-  for (const text of ruleVariants(raw, folded)) {
+  for (const text of ruleVariants(raw, folded, hidden)) {
     let quotes: [number, number][] | undefined;
     let frameEnd: number | undefined | null;
     let documentAt: number | undefined;
