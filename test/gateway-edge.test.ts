@@ -222,6 +222,65 @@ describe("Upstream: capacity", () => {
   });
 });
 
+describe("Upstream: the answer's body", () => {
+  it("holds the provider back while nobody reads it, and arrives whole once read", async () => {
+    // 32 MB: far more than the socket buffers between the two and the body's own buffer hold.
+    const total = 32 * 1024 * 1024;
+    const chunk = Buffer.alloc(64 * 1024, "a");
+    let sent = 0;
+    let waiting = false;
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      const pump = (): void => {
+        waiting = false;
+        while (sent < total) {
+          sent += chunk.length;
+          if (!res.write(chunk)) {
+            waiting = true;
+            res.once("drain", pump);
+            return;
+          }
+        }
+        res.end();
+      };
+      pump();
+    });
+    const answer = await upstream(provider({ baseUrl: server.url })).send(call("responses"));
+    // Unread, the answer stops the provider: it waits to write, and what it sent stays put.
+    for (let last = -1; sent < total && !(waiting && sent === last); await new Promise((resolve) => setTimeout(resolve, 50))) last = sent;
+    expect(sent).toBeLessThan(total / 2);
+    // Read, every byte the provider wrote arrives.
+    expect((await answer.bytes()).length).toBe(total);
+  });
+
+  it("destroyed before its end, stops the provider call", async () => {
+    let closed!: () => void;
+    const providerSawClose = new Promise<void>((resolve) => (closed = resolve));
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("event: a\ndata: {}\n\n");
+      res.on("close", () => closed());
+    });
+    // The provider's own timeouts far off: only the gateway's leaving can close the call in time.
+    const answer = await upstream(provider({ baseUrl: server.url, bodyTimeoutMs: 120_000 })).send(call("responses"));
+    for await (const _chunk of answer.body) break;
+    const deadline = new Promise<string>((resolve) => setTimeout(() => resolve("still open"), 5_000).unref());
+    expect(await Promise.race([providerSawClose.then(() => "closed"), deadline])).toBe("closed");
+  });
+
+  it("skips an interim 1xx answer: the final status and headers are the call's", async () => {
+    const server = await serve((_req, res) => {
+      res.writeProcessing();
+      res.writeHead(201, { "content-type": "application/json", "x-final": "yes" });
+      res.end('{"ok":true}');
+    });
+    const answer = await upstream(provider({ baseUrl: server.url })).send(call("responses"));
+    expect(answer.status).toBe(201);
+    expect(answer.headers["x-final"]).toBe("yes");
+    expect((await answer.bytes()).toString()).toBe('{"ok":true}');
+  });
+});
+
 describe("Upstream: transport failures are typed", () => {
   it("no headers within headersTimeoutMs: UpstreamTimeoutError", async () => {
     const server = await serve(() => {});

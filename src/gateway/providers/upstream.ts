@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import { Pool } from "undici";
 import { readAll, readChunks } from "../../platform/http.ts";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
+import { dispatchRequest } from "./dispatch.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
 export interface UpstreamCall {
@@ -127,17 +128,18 @@ export class Upstream {
       throw new Error(`Provider '${this.name}' has no API key; check hasApiKey before sending`);
     }
     const query = this.kind === "azure_openai" ? `?api-version=${encodeURIComponent(this.#apiVersion)}` : "";
-    const response = await this.#pool
-      .request({
+    const response = await dispatchRequest(
+      this.#pool,
+      {
         method: "POST",
         path: `${this.#pathPrefix}${this.kind === "azure_openai" ? "/openai" : ""}${call.path}${query}`,
         headers: call.traceHeaders ? { ...this.#headers(this.#apiKey, call.clientHeaders), ...call.traceHeaders } : this.#headers(this.#apiKey, call.clientHeaders),
         body: call.body,
-        signal: call.signal,
-      })
-      .catch((err: unknown) => {
-        throw typed(err, "request", call.signal);
-      });
+      },
+      call.signal,
+    ).catch((err: unknown) => {
+      throw typed(err, "request", call.signal);
+    });
     return new UndiciResponse(response.statusCode, response.headers, response.body, call.signal);
   }
 
