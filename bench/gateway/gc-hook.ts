@@ -4,16 +4,44 @@
  * too) and answer {type: "gc-done"} with V8's heap figures. Needs `--expose-gc`. The gateway process gets it with
  * `--import`, in front of an unchanged `src/main.ts gateway`; the bench's own children import it.
  *
- * On {type: "gc-count"} it answers how many full collections the process has run since the first
- * such request (which starts the count, so that other sections pay nothing for it). Between
+ * On {type: "gc-count"} it answers how many full collections and scavenges the process has run
+ * since the first such request (which starts the count, so that other sections pay nothing for
+ * it), their pauses, and what the scavenges promoted to the old generation. Between
  * {type: "allocations-start"} and {type: "allocations-stop"} V8's sampling heap profiler records
  * every allocation, collected since or not: the answer has their bytes and where they were made.
  */
 import { Session } from "node:inspector/promises";
-import { constants, PerformanceObserver, type PerformanceEntry } from "node:perf_hooks";
-import { isToChild, tell, type AllocationSite } from "./ipc.ts";
+import { GCProfiler, type HeapSpaceStatistics } from "node:v8";
+import { isToChild, tell, type AllocationSite, type GcCounts } from "./ipc.ts";
 
-let full: { collections: number; pauseMs: number } | undefined;
+/** Collections since the first "gc-count", from V8's GC profiler (restarted at every count, as it is read only by stopping it). */
+let profiler: GCProfiler | undefined;
+const counted: GcCounts = { fullCollections: 0, pauseMs: 0, scavenges: 0, scavengePauseMs: 0, promotedBytes: 0 };
+
+/** Old-generation bytes in use: what a scavenge's promotion adds to. */
+function oldBytes(spaces: readonly HeapSpaceStatistics[]): number {
+  let bytes = 0;
+  for (const space of spaces) if (space.spaceName === "old_space" || space.spaceName === "large_object_space") bytes += space.spaceUsedSize;
+  return bytes;
+}
+
+function countCollections(): GcCounts {
+  if (profiler) {
+    for (const gc of profiler.stop().statistics) {
+      if (gc.gcType === "MarkSweepCompact") {
+        counted.fullCollections += 1;
+        counted.pauseMs += gc.cost / 1000;
+      } else if (gc.gcType === "Scavenge") {
+        counted.scavenges += 1;
+        counted.scavengePauseMs += gc.cost / 1000;
+        counted.promotedBytes += oldBytes(gc.afterGC.heapSpaceStatistics) - oldBytes(gc.beforeGC.heapSpaceStatistics);
+      }
+    }
+  }
+  profiler = new GCProfiler();
+  profiler.start();
+  return { ...counted };
+}
 let sampler: Session | undefined;
 
 /** A node of V8's sampled allocation profile (HeapProfiler.SamplingHeapProfileNode). */
@@ -58,20 +86,7 @@ process.on("message", (message: unknown) => {
   if (message.type === "allocations-start") return void startSampling();
   if (message.type === "allocations-stop") return void stopSampling();
   if (message.type === "gc-count") {
-    if (!full) {
-      const counted = { collections: 0, pauseMs: 0 };
-      new PerformanceObserver((list) => {
-        for (const entry of list.getEntries()) {
-          // A "gc" entry's detail says which collection it was.
-          const { detail } = entry as PerformanceEntry & { detail?: { kind?: number } };
-          if (detail?.kind !== constants.NODE_PERFORMANCE_GC_MAJOR) continue;
-          counted.collections += 1;
-          counted.pauseMs += entry.duration;
-        }
-      }).observe({ entryTypes: ["gc"] });
-      full = counted;
-    }
-    tell({ type: "gc-counted", fullCollections: full.collections, pauseMs: full.pauseMs });
+    tell({ type: "gc-counted", ...countCollections() });
     return;
   }
   if (message.type !== "gc") return;

@@ -18,6 +18,17 @@ export interface AllocationSite {
   bytes: number;
 }
 
+/** Collections since the first "gc-count" (gc-hook.ts). */
+export interface GcCounts {
+  /** Full collections (mark-compact), and their pauses in all, ms. */
+  fullCollections: number;
+  pauseMs: number;
+  /** Scavenges of the young generation, their pauses in all (ms), and the bytes they promoted to the old one. */
+  scavenges: number;
+  scavengePauseMs: number;
+  promotedBytes: number;
+}
+
 /** V8's view of a process's memory, in bytes (process.memoryUsage()). */
 export interface HeapFigures {
   heapUsed: number;
@@ -30,8 +41,7 @@ export type FromChild =
   | { type: "ready"; port: number }
   | ({ type: "gc-done" } & HeapFigures)
   | { type: "released"; count: number }
-  /** Full collections (mark-compact) since the first "gc-count", and their pauses in all, ms. */
-  | { type: "gc-counted"; fullCollections: number; pauseMs: number }
+  | ({ type: "gc-counted" } & GcCounts)
   | { type: "allocations-started" }
   /** Everything allocated between start and stop, collected since or not, and where, the most first. */
   | { type: "allocations"; bytes: number; sites: AllocationSite[] };

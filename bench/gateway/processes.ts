@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import net from "node:net";
+import path from "node:path";
 import { isFromChild, type FromChild, type ToChild } from "./ipc.ts";
 
 /**
@@ -72,13 +73,16 @@ export function spawnChild(spec: ChildSpec): BenchChild {
     ? [process.execPath, spec.args]
     : ["taskset", ["-c", String(spec.cpu), process.execPath, ...spec.args]];
   // stdout goes nowhere (the gateway logs a JSON line per request there; writing it is its cost,
-  // reading it would be ours); stderr is kept for error messages.
-  const devNull = openSync("/dev/null", "w");
+  // reading it would be ours), or with BENCH_CHILD_STDOUT to a file per child in that directory
+  // (for what V8 prints there: `--trace-gc-nvp` in BENCH_GATEWAY_NODE_FLAGS, say); stderr is kept
+  // for error messages.
+  const directory = process.env.BENCH_CHILD_STDOUT;
+  const stdout = openSync(directory ? path.join(directory, `${spec.name.replace(/\W+/g, "-")}.log`) : "/dev/null", "w");
   let child: ChildProcess;
   try {
-    child = spawn(command, args, { cwd: spec.cwd, env: spec.env, stdio: ["ignore", devNull, "pipe", "ipc"] });
+    child = spawn(command, args, { cwd: spec.cwd, env: spec.env, stdio: ["ignore", stdout, "pipe", "ipc"] });
   } finally {
-    closeSync(devNull);
+    closeSync(stdout);
   }
   live.add(child);
   let stderr = "";

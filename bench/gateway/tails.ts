@@ -11,7 +11,7 @@
  *
  * Each gets the short prompt, non-streamed, at 1,000 requests/s (open loop) in rounds that rotate
  * the order. The report has the percentiles up to p99.9, the calls over 20 ms, the gateway's CPU
- * per call and its full collections (counted by gc-hook.ts). Then, in a window of its own, what
+ * per call, its full collections and its scavenges with what they promoted (counted by gc-hook.ts). Then, in a window of its own, what
  * the bare proxy and the gateway allocate per call, and where (V8's sampler, through gc-hook.ts):
  * the young generation's collections, and what they promote, follow from it. A full collection's concurrent
  * marking runs on the helper threads; pinned to one core, four of them take the core from the
@@ -46,6 +46,9 @@ interface Variant {
   cpuSeconds: number;
   fullCollections: number;
   pauseMs: number;
+  scavenges: number;
+  scavengePauseMs: number;
+  promotedBytes: number;
 }
 
 export async function runGatewayTailsBench(options: GatewayBenchOptions): Promise<string> {
@@ -82,7 +85,7 @@ export async function runGatewayTailsBench(options: GatewayBenchOptions): Promis
       const pool = new Pool(origin, { connections: 64 });
       h.defer(() => pool.destroy());
       const headers = { "content-type": "application/json", authorization: `Bearer ${secret}` };
-      return { name, flags: flags.join(" ") || "none", child, pool, target: { name, origin, headers }, latencies: [], cpuSeconds: 0, fullCollections: 0, pauseMs: 0 };
+      return { name, flags: flags.join(" ") || "none", child, pool, target: { name, origin, headers }, latencies: [], cpuSeconds: 0, fullCollections: 0, pauseMs: 0, scavenges: 0, scavengePauseMs: 0, promotedBytes: 0 };
     };
     const variants = [
       variant("bare proxy", h.nodeFlags, proxy, proxyUrl, providerApiKey),
@@ -127,6 +130,9 @@ export async function runGatewayTailsBench(options: GatewayBenchOptions): Promis
           v.cpuSeconds += cpuSecondsOf(v.child.pid) - before.cpu;
           v.fullCollections += after.fullCollections - before.gc.fullCollections;
           v.pauseMs += after.pauseMs - before.gc.pauseMs;
+          v.scavenges += after.scavenges - before.gc.scavenges;
+          v.scavengePauseMs += after.scavengePauseMs - before.gc.scavengePauseMs;
+          v.promotedBytes += after.promotedBytes - before.gc.promotedBytes;
           v.latencies.push(...run.results);
         }
       }
@@ -157,8 +163,8 @@ export async function runGatewayTailsBench(options: GatewayBenchOptions): Promis
 function tailsMarkdown(variants: Variant[], header: string[]): string {
   const lines = ["## Tails at 1,000 requests/s, everything on", "", ...header, ""];
   lines.push(
-    "| variant | Node flags | calls | p50 | p90 | p99 | p99.9 | max | calls over 20 ms | added p99 over the bare proxy | µs CPU per call | full collections | their pauses, ms |",
-    "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    "| variant | Node flags | calls | p50 | p90 | p99 | p99.9 | max | calls over 20 ms | added p99 over the bare proxy | µs CPU per call | full collections | their pauses, ms | scavenges | their pauses, ms | promoted, KB per call |",
+    "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
   );
   const floor = latencyStats(variants[0]!.latencies);
   for (const v of variants) {
@@ -169,7 +175,7 @@ function tailsMarkdown(variants: Variant[], header: string[]): string {
     const added = v === variants[0] ? "—" : signed(s.p99 - floor.p99);
     const cpu = Math.round((v.cpuSeconds / v.latencies.length) * 1e6);
     lines.push(
-      `| ${v.name} | \`${v.flags}\` | ${s.count} | ${ms(s.p50)} | ${ms(s.p90)} | ${ms(s.p99)} | ${ms(p999)} | ${ms(sorted.at(-1)!)} | ${slow} | ${added} | ${cpu} | ${v.fullCollections} | ${v.pauseMs.toFixed(0)} |`,
+      `| ${v.name} | \`${v.flags}\` | ${s.count} | ${ms(s.p50)} | ${ms(s.p90)} | ${ms(s.p99)} | ${ms(p999)} | ${ms(sorted.at(-1)!)} | ${slow} | ${added} | ${cpu} | ${v.fullCollections} | ${v.pauseMs.toFixed(0)} | ${v.scavenges} | ${v.scavengePauseMs.toFixed(0)} | ${(v.promotedBytes / v.latencies.length / 1000).toFixed(1)} |`,
     );
   }
   for (const v of variants) {
