@@ -11,9 +11,10 @@
  *
  * Each gets the short prompt, non-streamed, at 1,000 requests/s (open loop) in rounds that rotate
  * the order. The report has the percentiles up to p99.9, the calls over 20 ms, the gateway's CPU
- * per call, its full collections and its scavenges with what they promoted (counted by gc-hook.ts). Then, in a window of its own, what
- * the bare proxy and the gateway allocate per call, and where (V8's sampler, through gc-hook.ts):
- * the young generation's collections, and what they promote, follow from it. A full collection's concurrent
+ * per call, its full collections, and its scavenges with what they promoted (counted by
+ * gc-hook.ts). Then, in a window of its own, what the bare proxy and the gateway allocate per
+ * call, and where (V8's sampler, through gc-hook.ts): the young generation's collections, and
+ * what they promote, follow from it. A full collection's concurrent
  * marking runs on the helper threads; pinned to one core, four of them take the core from the
  * event loop while they mark, and the requests that arrive meanwhile wait.
  */

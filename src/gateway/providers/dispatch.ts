@@ -15,9 +15,9 @@ const BODY_HIGH_WATER_MARK = 64 * 1024;
  * One provider call through undici's `dispatch`, with this handler in place of its `request` API's.
  * `request` wraps every call in an AsyncResource, and with it every call's objects outlived the
  * young generation's collections: in a gateway at 1,000 calls a second, each scavenge copied some
- * 3.5 MB and paused the event loop 7–17 ms, the tail of every configuration (docs/performance.md,
- * "What survives a scavenge"). A plain object here, the same undici underneath (its pool,
- * timeouts and typed errors).
+ * 3.5 MB and paused the event loop 7–17 ms, and most of what it promoted came from this (measured:
+ * docs/performance.md, "What survives a scavenge"). A plain object here, the same undici
+ * underneath (its pool, timeouts and typed errors).
  *
  * The body is a Readable that pauses the connection while its reader is behind, and stops the
  * call when it is destroyed before its end. Aborting `signal` rejects the call with its reason
