@@ -1,4 +1,6 @@
-import { request, type Dispatcher } from "undici";
+import { getGlobalDispatcher, type Dispatcher } from "undici";
+import { dispatchRequest, type DispatchedAnswer } from "../../../platform/dispatch.ts";
+import { readAll } from "../../../platform/http.ts";
 
 /**
  * Plug-in: an external HTTP classifier. Each check POSTs `{"text": "..."}` as JSON to the
@@ -74,22 +76,26 @@ export function createHttpClassifier(options: HttpClassifierOptions): HttpClassi
   return {
     async classify(text) {
       const signal = AbortSignal.timeout(timeoutMs);
-      let response: Dispatcher.ResponseData;
+      let response: DispatchedAnswer;
       try {
-        response = await request(url, {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json", ...options.headers },
-          body: JSON.stringify({ text }),
+        response = await dispatchRequest(
+          options.dispatcher ?? getGlobalDispatcher(),
+          {
+            origin: url.origin,
+            path: `${url.pathname}${url.search}`,
+            method: "POST",
+            headers: { "content-type": "application/json", accept: "application/json", ...options.headers },
+            body: JSON.stringify({ text }),
+          },
           signal,
-          ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-        });
+        );
       } catch (error) {
         if (signal.aborted) throw new ClassifierError("timeout", `classifier at ${url.origin} did not answer within ${timeoutMs} ms`, { cause: error });
         throw new ClassifierError("network", `classifier at ${url.origin} unreachable: ${(error as Error).message}`, { cause: error });
       }
       let raw: string;
       try {
-        raw = await response.body.text();
+        raw = (await readAll(response.body)).toString();
       } catch (error) {
         if (signal.aborted) throw new ClassifierError("timeout", `classifier at ${url.origin} did not answer within ${timeoutMs} ms`, { cause: error });
         throw new ClassifierError("network", `classifier at ${url.origin} broke off its answer`, { cause: error });

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 
-/** A provider's answer as it starts: its status and headers, and its body as it arrives. */
+/** An answer as it starts: its status and headers, and its body as it arrives. */
 export interface DispatchedAnswer {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
@@ -12,12 +12,12 @@ export interface DispatchedAnswer {
 const BODY_HIGH_WATER_MARK = 64 * 1024;
 
 /**
- * One provider call through undici's `dispatch`, with this handler in place of its `request` API's.
- * `request` wraps every call in an AsyncResource, and with it every call's objects outlived the
- * young generation's collections: in a gateway at 1,000 calls a second, each scavenge copied some
- * 3.5 MB and paused the event loop 7–17 ms, and most of what it promoted came from this (measured:
- * docs/performance.md, "What survives a scavenge"). A plain object here, the same undici
- * underneath (its pool, timeouts and typed errors).
+ * One call through undici's `dispatch` (a provider's, a guardrail plug-in's), with this handler in
+ * place of its `request` API's. `request` wraps every call in an AsyncResource, and with it every
+ * call's objects outlived the young generation's collections: in a gateway at 1,000 calls a
+ * second, each scavenge copied some 3.5 MB and paused the event loop 7–17 ms, and most of what it
+ * promoted came from this (measured: docs/performance.md, "What survives a scavenge"). A plain
+ * object here, the same undici underneath (its pools, timeouts and errors).
  *
  * The body is a Readable that pauses the connection while its reader is behind, and stops the
  * call when it is destroyed before its end. Aborting `signal` rejects the call with its reason
