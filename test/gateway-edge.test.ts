@@ -261,11 +261,10 @@ describe("Upstream: the answer's body", () => {
       res.write("event: a\ndata: {}\n\n");
       res.on("close", () => closed());
     });
-    // The provider's own timeouts far off: only the gateway's leaving can close the call in time.
+    // The provider's own timeouts past the test's: only the gateway's leaving can close the call.
     const answer = await upstream(provider({ baseUrl: server.url, bodyTimeoutMs: 120_000 })).send(call("responses"));
     for await (const _chunk of answer.body) break;
-    const deadline = new Promise<string>((resolve) => setTimeout(() => resolve("still open"), 5_000).unref());
-    expect(await Promise.race([providerSawClose.then(() => "closed"), deadline])).toBe("closed");
+    await providerSawClose;
   });
 
   it("skips an interim 1xx answer: the final status and headers are the call's", async () => {

@@ -63,7 +63,7 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
       destroy: (err, done) => {
         // Left before its end (the caller went, or stopped reading): the call stops too.
         if (!this.#complete) {
-          controller.abort(err ?? new Error("the provider's answer was abandoned"));
+          controller.abort(err ?? new Error("the answer was abandoned"));
           this.#finish();
         }
         done(err);

@@ -1,8 +1,8 @@
 import type { Readable } from "node:stream";
 import { Pool } from "undici";
+import { dispatchRequest } from "../../platform/dispatch.ts";
 import { readAll, readChunks } from "../../platform/http.ts";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
-import { dispatchRequest } from "../../platform/dispatch.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
 export interface UpstreamCall {
