@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { BatchedDestination } from "../src/platform/logger.ts";
+import { pino } from "pino";
+import { AccessLineWriter, jsonText, JsonTextMemo } from "../src/platform/access-line.ts";
+import { accessLogger, BatchedDestination } from "../src/platform/logger.ts";
 import { until } from "./support/wait.ts";
 
 /**
@@ -55,6 +57,46 @@ describe("BatchedDestination", () => {
     destination.end();
   });
 
+  it("keeps ASCII lines, UTF-8 lines and lines longer than a batch in order, byte for byte", () => {
+    const { file, fd } = tempFile();
+    const destination = new BatchedDestination(fd);
+    const expected: string[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      // A batch is 8 KiB: some lines are longer than a batch, in either kind, and longer than a
+      // batch only once encoded (6,000 three-byte characters).
+      const long = i % 500 === 0 ? "y".repeat(9_000) : "";
+      const wide = i % 700 === 350 ? "東".repeat(6_000) : "";
+      if (i % 3 === 0) {
+        const line = `{"i":${i},"ascii":"${"a".repeat(i % 89)}${long}"}\n`;
+        destination.writeAscii(line);
+        expected.push(line);
+      } else {
+        const line = `{"i":${i},"text":"${"é".repeat(i % 31)}${wide}${long}"}\n`;
+        destination.write(line);
+        expected.push(line);
+      }
+    }
+    destination.flushSync();
+    expect(readFileSync(file, "utf8")).toBe(expected.join(""));
+    destination.end();
+  });
+
+  it("writes an access line with characters past ASCII escaped, as JSON that reads back to the same values", () => {
+    const { file, fd } = tempFile();
+    const destination = new BatchedDestination(fd);
+    const logger = pino({ level: "info", base: { service: "warden" } }, destination);
+    const writer = new AccessLineWriter(accessLogger(logger, { component: "gateway" }));
+    const model = 'modèle "東京" 😀 \\ \u0001';
+    writer.write(`"model":${jsonText(model)},"status":200`);
+    destination.flushSync();
+    const text = readFileSync(file, "latin1");
+    expect(/^[\x00-\x7f]*$/.test(text)).toBe(true);
+    const { time, ...line } = JSON.parse(text) as Record<string, unknown>;
+    expect(typeof time).toBe("number");
+    expect(line).toEqual({ level: 30, service: "warden", component: "gateway", model, status: 200, msg: "request" });
+    destination.end();
+  });
+
   it("writes what is waiting when it ends", () => {
     const { file, fd } = tempFile();
     const destination = new BatchedDestination(fd);
@@ -78,5 +120,35 @@ describe("BatchedDestination", () => {
       [1, "line", "warden"],
       [2, "line", "warden"],
     ]);
+  });
+});
+
+describe("jsonText", () => {
+  it("is JSON.stringify's text for plain ASCII, and ASCII with the same value for the rest", () => {
+    expect(jsonText("gpt-4o")).toBe('"gpt-4o"');
+    expect(jsonText(null)).toBe("null");
+    expect(jsonText(undefined)).toBe("null");
+    expect(jsonText('a"b\\c\n')).toBe(JSON.stringify('a"b\\c\n'));
+    expect(jsonText("café")).toBe('"caf\\u00e9"');
+    expect(jsonText("😀")).toBe('"\\ud83d\\ude00"');
+    for (const value of ["", " ", "~", "\u007f", "\u0080", "\u00ff", "\u0100", "\uffff", "\ud800", "x\udfffy", "tab\there", "東京 and ü"]) {
+      const text = jsonText(value);
+      expect(/^[\x00-\x7f]*$/.test(text)).toBe(true);
+      expect(JSON.parse(text)).toBe(value);
+    }
+  });
+});
+
+describe("JsonTextMemo", () => {
+  it("gives jsonText's text for every value, repeated or not, past the number it keeps", () => {
+    const memo = new JsonTextMemo();
+    expect(memo.text(null)).toBe("null");
+    expect(memo.text(undefined)).toBe("null");
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 1_500; i++) {
+        const value = i % 3 === 0 ? `modèle-${i}` : `model-"${i}"`;
+        expect(memo.text(value)).toBe(jsonText(value));
+      }
+    }
   });
 });

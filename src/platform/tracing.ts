@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { context, trace, SamplingDecision, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type SpanContext } from "@opentelemetry/api";
 import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState } from "@opentelemetry/core";
-import { OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
-import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http";
+import { createOtlpNetworkExportDelegate, OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
+import { convertLegacyHttpOptions, createOtlpHttpExporterMetrics } from "@opentelemetry/otlp-exporter-base/node-http";
 import { ProtobufTraceSerializer, TraceExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
@@ -18,6 +18,7 @@ import {
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Logger } from "./logger.ts";
 import { encodeTraceExport } from "./otlp-encoding.ts";
+import { OtlpHttpTransport } from "./otlp-transport.ts";
 import { RecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
 
 /**
@@ -130,8 +131,9 @@ const traceSerializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> 
 
 /**
  * The SDK's OTLP/HTTP protobuf span exporter (what `OTLPTraceExporter` of
- * @opentelemetry/exporter-trace-otlp-proto builds: its transport, retries, timeout, headers and
- * `OTEL_EXPORTER_OTLP_*` variables), with Warden's encoder in place of the SDK's serializer.
+ * @opentelemetry/exporter-trace-otlp-proto builds: its export queue, timeout, headers and
+ * `OTEL_EXPORTER_OTLP_*` variables), with Warden's encoder in place of the SDK's serializer and
+ * Warden's transport (otlp-transport.ts says why) in place of its node:http one.
  */
 function otlpExporter(settings: TracingSettings): SpanExporter {
   // The batch processor's flush (at shutdown) sends every queued batch at once; the exporter
@@ -141,7 +143,8 @@ function otlpExporter(settings: TracingSettings): SpanExporter {
   const options = convertLegacyHttpOptions({ url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs, concurrencyLimit }, "TRACES", "v1/traces", {
     "Content-Type": "application/x-protobuf",
   });
-  return new OTLPExporterBase(createOtlpHttpExportDelegate(options, traceSerializer, "otlp_http_span_exporter", TraceExporterMetricsHelper, undefined));
+  const metrics = createOtlpHttpExporterMetrics("otlp_http_span_exporter", TraceExporterMetricsHelper, options.url, undefined);
+  return new OTLPExporterBase(createOtlpNetworkExportDelegate(options, traceSerializer, metrics, new OtlpHttpTransport(options)));
 }
 
 function sampler(settings: TracingSettings): Sampler {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";
 import { accessLogger, type Logger } from "../../platform/logger.ts";
-import { AccessLineWriter, jsonText } from "../../platform/access-line.ts";
+import { AccessLineWriter, jsonText, JsonTextMemo } from "../../platform/access-line.ts";
 import { spanFailed, SpanKind, type Span, type Tracing } from "../../platform/tracing.ts";
 import type { Attributes } from "@opentelemetry/api";
 import { hashKey } from "../../workspaces/keys.ts";
@@ -751,16 +751,19 @@ function hostOf(provider: ProviderConfig): string {
   return host;
 }
 
+/** The access lines' values that repeat from request to request. */
+const repeated = new JsonTextMemo();
+
 /** The members of a request's access-log line, serialised (the writer adds level, time, bindings and msg). */
 function accessLine(req: IncomingMessage, status: number, latencyMs: number, trace: Trace): string {
   const url = req.url ?? "/";
   const query = url.indexOf("?");
   const line =
-    `"requestId":${jsonText(trace.requestId)},"method":${jsonText(req.method)},"path":${jsonText(query === -1 ? url : url.slice(0, query))},` +
-    `"status":${status},"latencyMs":${latencyMs},"ttfbMs":${trace.ttfbMs ?? null},"keyId":${jsonText(trace.key?.id)},` +
-    `"model":${jsonText(trace.model)},"provider":${jsonText(trace.provider)},"inputTokens":${trace.usage?.inputTokens ?? 0},` +
-    `"outputTokens":${trace.usage?.outputTokens ?? 0},"endpoint":${jsonText(trace.endpoint)}`;
-  return trace.errorType ? `${line},"errorType":${jsonText(trace.errorType)}` : line;
+    `"requestId":${jsonText(trace.requestId)},"method":${repeated.text(req.method)},"path":${jsonText(query === -1 ? url : url.slice(0, query))},` +
+    `"status":${status},"latencyMs":${latencyMs},"ttfbMs":${trace.ttfbMs ?? null},"keyId":${repeated.text(trace.key?.id)},` +
+    `"model":${repeated.text(trace.model)},"provider":${repeated.text(trace.provider)},"inputTokens":${trace.usage?.inputTokens ?? 0},` +
+    `"outputTokens":${trace.usage?.outputTokens ?? 0},"endpoint":${repeated.text(trace.endpoint)}`;
+  return trace.errorType ? `${line},"errorType":${repeated.text(trace.errorType)}` : line;
 }
 
 /** Whether a header value may be sent back as is: what Node's setHeader takes, and not too long. */

@@ -1,0 +1,201 @@
+/**
+ * Instructions a call of whole gateways (`npm run bench:gateway-instructions`; docs/performance.md,
+ * "Instructions a call, whole gateways"): `node src/main.ts gateway` under valgrind's callgrind,
+ * one process per setting, each warmed up with BENCH_INSTRUCTIONS_WARMUP calls (20,000) with the
+ * count off, then counted over BENCH_INSTRUCTIONS_CALLS more (4,000): plain Responses calls at
+ * c=64, through the bench's fake provider, spans to a collector on loopback. The count is of every
+ * thread of the process (V8's compiler and collector threads too), JIT code included, and does not
+ * depend on how busy the machine is: two processes of one build read within 2 % of each other
+ * (V8 compiles at different moments in each), where their CPU time a call moves by ±20 %.
+ *
+ * What it answers that a timed run cannot: what a setting costs a call in steady state, and where
+ * (BENCH_INSTRUCTIONS_TOP: the functions whose count grew most over the first setting, JIT code
+ * named through --perf-basic-prof). The settings (BENCH_INSTRUCTIONS_SETTINGS, `name=A=1,B=2;…`)
+ * are by default all off, each part of observability alone, and all three. Two processes are
+ * counted at a time. Needs valgrind; takes about two minutes a pair.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Pool } from "undici";
+import { root, withHarness, type Harness } from "./harness.ts";
+import { callOnce, closedLoop, responsesPath, type Target } from "./load.ts";
+import { startCollector } from "./observability.ts";
+import { requestBody, variedModel } from "./payloads.ts";
+import { freePort } from "./processes.ts";
+import { configureGateway } from "./setup.ts";
+
+const warmup = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? "20000");
+const calls = Number(process.env.BENCH_INSTRUCTIONS_CALLS ?? "4000");
+const top = Number(process.env.BENCH_INSTRUCTIONS_TOP ?? "0");
+const concurrency = 64;
+const allOff = "OTEL_SDK_DISABLED=true,WARDEN_GATEWAY_METRICS=false,WARDEN_ACCESS_LOG=false";
+const oneInTen = "OTEL_TRACES_SAMPLER=parentbased_traceidratio,OTEL_TRACES_SAMPLER_ARG=0.1";
+/** `COLLECTOR` stands for the loopback collector's URL. */
+const defaults = [
+  `all off=${allOff}`,
+  "access log=OTEL_SDK_DISABLED=true,WARDEN_GATEWAY_METRICS=false,WARDEN_ACCESS_LOG=true",
+  "metrics=OTEL_SDK_DISABLED=true,WARDEN_GATEWAY_METRICS=true,WARDEN_ACCESS_LOG=false",
+  `tracing one in ten=OTEL_EXPORTER_OTLP_ENDPOINT=COLLECTOR,${oneInTen},WARDEN_GATEWAY_METRICS=false,WARDEN_ACCESS_LOG=false`,
+  `all three=OTEL_EXPORTER_OTLP_ENDPOINT=COLLECTOR,${oneInTen},WARDEN_GATEWAY_METRICS=true,WARDEN_ACCESS_LOG=true`,
+].join(";");
+
+interface Setting {
+  name: string;
+  env: Record<string, string>;
+}
+
+function settings(text: string, collector: string): Setting[] {
+  return text.split(";").map((item) => {
+    const at = item.indexOf("=");
+    if (at < 1) throw new Error(`BENCH_INSTRUCTIONS_SETTINGS must be name=A=1,B=2;…, got "${item}"`);
+    const env: Record<string, string> = {};
+    for (const pair of item.slice(at + 1).split(",").filter(Boolean)) {
+      const eq = pair.indexOf("=");
+      if (eq < 1) throw new Error(`BENCH_INSTRUCTIONS_SETTINGS: "${pair}" is not NAME=value`);
+      env[pair.slice(0, eq)] = pair.slice(eq + 1).replace("COLLECTOR", collector);
+    }
+    return { name: item.slice(0, at), env };
+  });
+}
+
+interface Counted {
+  name: string;
+  pid: number;
+  file: string;
+  /** Instructions a call. */
+  perCall: number;
+}
+
+/** One gateway under callgrind: warmed up uncounted, then `calls` counted; its callgrind file. */
+async function count(h: Harness, setting: Setting, providerKey: string, out: string): Promise<Counted> {
+  const port = await freePort();
+  const file = path.join(out, `${setting.name.replace(/\W+/g, "-")}.callgrind`);
+  const child = spawn(
+    "valgrind",
+    ["--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${file}`, process.execPath, ...h.nodeFlags, "--perf-basic-prof", path.join(root, "src", "main.ts"), "gateway"],
+    {
+      cwd: root,
+      stdio: ["ignore", "ignore", "pipe"],
+      env: {
+        ...process.env,
+        DATABASE_URL: h.server.databaseUrl,
+        WARDEN_GATEWAY_PORT: String(port),
+        WARDEN_HOST: "127.0.0.1",
+        WARDEN_MASTER_KEY: h.masterKey,
+        WARDEN_ADMIN_KEY: h.server.adminKey,
+        WARDEN_DATA_DIR: path.join(h.server.dataDir, setting.name.replace(/\W+/g, "-")),
+        WARDEN_LOG_LEVEL: h.logLevel,
+        REDIS_URL: "",
+        ...setting.env,
+      },
+    },
+  );
+  let stderr = "";
+  child.stderr.on("data", (text: Buffer) => (stderr = (stderr + text.toString()).slice(-4_000)));
+  h.defer(async () => void child.kill("SIGKILL"));
+  // Under valgrind a call takes tens of milliseconds: no timeout of undici's may cut one.
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: concurrency, headersTimeout: 0, bodyTimeout: 0 });
+  h.defer(() => pool.destroy());
+  const target: Target = { name: setting.name, origin: "", headers: { "content-type": "application/json", authorization: `Bearer ${providerKey}` }, path: responsesPath };
+  let sequence = 0;
+  const body = () => requestBody(variedModel, false, `Say hello in one short sentence. (${sequence++})`);
+  const bytes = await firstAnswer(pool, target, body, () => stderr);
+  const once = () => callOnce(pool, target, body(), bytes);
+  await closedLoop(warmup, concurrency, once);
+  const control = (...args: string[]) => execFileSync("callgrind_control", [...args, String(child.pid)], { stdio: "ignore" });
+  control("-i", "on");
+  await closedLoop(calls, concurrency, once);
+  control("-d");
+  control("-i", "off");
+  child.kill("SIGKILL");
+  const dumped = `${file}.1`;
+  const totals = /^totals: (\d+)/m.exec(readFileSync(dumped, "utf8"));
+  if (!totals) throw new Error(`${setting.name}: no totals in ${dumped}`);
+  h.log(`${setting.name}: counted`);
+  return { name: setting.name, pid: child.pid!, file: dumped, perCall: Number(totals[1]) / calls };
+}
+
+/** The first answer's length, once the gateway serves (under valgrind it takes a while to start). */
+async function firstAnswer(pool: Pool, target: Target, body: () => Buffer, stderr: () => string): Promise<number> {
+  const deadline = performance.now() + 300_000;
+  for (;;) {
+    try {
+      const res = await pool.request({ method: "POST", path: responsesPath, headers: target.headers, body: body() });
+      const text = await res.body.text();
+      if (res.statusCode === 200) return Buffer.byteLength(text);
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() > deadline) throw new Error(`${target.name} did not serve within 5 minutes:\n${stderr()}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}
+
+/** Instructions a call by function (self cost), JIT code named from the process's perf map. */
+function byFunction(counted: Counted): Map<string, number> {
+  const jit = readFileSync(`/tmp/perf-${counted.pid}.map`, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [start, size, ...name] = line.split(" ");
+      return { start: parseInt(start!, 16), end: parseInt(start!, 16) + parseInt(size!, 16), name: name.join(" ") };
+    })
+    .sort((a, b) => a.start - b.start);
+  const nameOf = (address: number): string => {
+    let lo = 0;
+    let hi = jit.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (jit[mid]!.end <= address) lo = mid + 1;
+      else if (jit[mid]!.start > address) hi = mid - 1;
+      else return jit[mid]!.name;
+    }
+    return "JIT code, unnamed";
+  };
+  const annotated = execFileSync("callgrind_annotate", ["--inclusive=no", "--threshold=100", counted.file], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  const sums = new Map<string, number>();
+  for (const line of annotated.split("\n")) {
+    const match = /^\s*([\d,]+) \([\s\d.]+%\)\s+(.+)$/.exec(line);
+    if (!match || line.includes("PROGRAM TOTALS")) continue;
+    const raw = match[2]!;
+    const address = /^\?\?\?:0x([0-9a-f]+)/.exec(raw);
+    const name = address ? nameOf(parseInt(address[1]!, 16)) : raw.replace(/^\?\?\?:/, "").replace(/\s*\[[^\]]*\]$/, "").slice(0, 120);
+    sums.set(name, (sums.get(name) ?? 0) + Number(match[1]!.replaceAll(",", "")) / calls);
+  }
+  return sums;
+}
+
+const thousands = (n: number) => `${(n / 1000).toFixed(1)}k`;
+const signed = (n: number) => `${n >= 0 ? "+" : "−"}${thousands(Math.abs(n))}`;
+
+await withHarness(
+  (message) => console.error(`[instructions] ${message}`),
+  async (h) => {
+    const provider = await h.startProvider();
+    const collector = await startCollector();
+    h.defer(() => collector.close());
+    const { key } = await configureGateway(h.admin, provider.url);
+    const out = mkdtempSync(path.join(tmpdir(), "warden-instructions-"));
+    const list = settings(process.env.BENCH_INSTRUCTIONS_SETTINGS ?? defaults, collector.url);
+    const counted: Counted[] = [];
+    for (let i = 0; i < list.length; i += 2) counted.push(...(await Promise.all(list.slice(i, i + 2).map((s) => count(h, s, key.secret, out)))));
+    const first = counted[0]!;
+    console.log(`Instructions a call, ${calls} plain calls at c=${concurrency} after ${warmup} uncounted; callgrind files in ${out}`);
+    for (const c of counted) {
+      const over = c === first ? "" : ` (${signed(c.perCall - first.perCall)}, ${(((c.perCall - first.perCall) / first.perCall) * 100).toFixed(1)} % over ${first.name})`;
+      console.log(`${c.name}: ${thousands(c.perCall)}${over}`);
+    }
+    if (top > 0) {
+      const base = byFunction(first);
+      for (const c of counted.slice(1)) {
+        const mine = byFunction(c);
+        const growth = [...new Set([...base.keys(), ...mine.keys()])].map((name) => ({ name, delta: (mine.get(name) ?? 0) - (base.get(name) ?? 0) }));
+        growth.sort((a, b) => b.delta - a.delta);
+        console.log(`\n${c.name} over ${first.name}, by function (instructions a call):`);
+        for (const g of growth.slice(0, top)) console.log(`  ${signed(g.delta).padStart(7)}  ${g.name}`);
+      }
+    }
+  },
+);
