@@ -27,6 +27,9 @@ process.on("exit", () => {
   for (const destination of open) destination.flushSync();
 });
 
+/** SonicBoom in its buffer mode, which takes bytes: its type declarations know only its text mode. */
+type ByteSink = Omit<ReturnType<typeof pino.destination>, "write"> & { write(bytes: Buffer): boolean };
+
 /**
  * Where lines go: file descriptor `fd`, in batches of 8 KiB, at least every 250 ms, and
  * synchronously when the process exits (a SIGKILL loses at most the last 250 ms). Pino's default
@@ -37,16 +40,13 @@ process.on("exit", () => {
  * Lines are encoded into a batch of bytes here, each once, and SonicBoom is handed the batch as
  * a Buffer (its buffer mode). Handed strings, SonicBoom measured every chunk and its pending text
  * with `Buffer.byteLength`, grew the pending text by concatenation, and encoded each write twice
- * (once for fs.write, once more to count what was written): about 15,000 instructions an access
- * line in a whole gateway under callgrind, against 1,600 for copying an ASCII line into the batch
- * (docs/performance.md, "Instructions a call, whole gateways"). SonicBoom does the writing: one
- * write in flight, retries, the synchronous flush. Its own `minLength` is the batch size, so that
- * a smaller remainder handed to it (on the timer, at exit) starts no asynchronous write by itself:
- * the timer asks for one, the exit writes synchronously.
+ * (once for fs.write, once more to count what was written): 11,000 instructions an access line
+ * went to UTF-8 alone in a whole gateway under callgrind, where copying an ASCII line into the
+ * batch takes 1,600 (docs/performance.md, "Instructions a call, whole gateways"). SonicBoom does
+ * the writing: one write in flight, retries, the synchronous flush. Its own `minLength` is the
+ * batch size, so that a smaller remainder handed to it (on the timer, at exit) starts no
+ * asynchronous write by itself: the timer asks for one, the exit writes synchronously.
  */
-/** SonicBoom in its buffer mode, which takes bytes: its type declarations know only its text mode. */
-type ByteSink = Omit<ReturnType<typeof pino.destination>, "write"> & { write(bytes: Buffer): boolean };
-
 export class BatchedDestination {
   readonly #sink: ByteSink;
   #batch = Buffer.allocUnsafeSlow(BATCH_BYTES);

@@ -36,10 +36,11 @@ const gzipped = promisify(gzip);
  * the SDK's node:http transport; the SDK's exporter still batches, bounds and counts. Why: the
  * SDK's transport pipes a stream into a node:http client request, and those objects go through
  * Node's stream and socket functions that the gateway's own traffic runs: a few exports in, V8
- * had made those functions megamorphic for every request, and a gateway tracing one request in ten
- * ran about 8,000 more instructions a call for it (docs/performance.md, "Instructions a call,
- * whole gateways"). Kept from the SDK's transport: what it retries, and how (RETRIES above), a
- * Retry-After, the 4 MB bound on an answer, gzip when OTEL_EXPORTER_OTLP_COMPRESSION asks for it.
+ * had made those functions megamorphic for every request. A gateway tracing one request in ten
+ * ran about 8,000 more instructions a call for it, and one with the access log and metrics on too
+ * about 70,000 (docs/performance.md, "Instructions a call, whole gateways"). Kept from the SDK's
+ * transport: what it retries, and how (RETRIES above), a Retry-After, the 4 MB bound on an
+ * answer, gzip when OTEL_EXPORTER_OTLP_COMPRESSION asks for it.
  */
 export class OtlpHttpTransport implements IExporterTransport {
   readonly #options: OtlpHttpOptions;
