@@ -25,12 +25,9 @@ describe("arrayLiteral", () => {
     expect(await readBack(arrayLiteral([null, undefined, "NULL"]), "text")).toEqual([null, null, "NULL"]);
   });
 
-  it("writes numbers, flags and times that their columns read back exactly", async () => {
+  it("writes numbers and flags that their columns read back exactly", async () => {
     expect(await readBack(arrayLiteral([0, -12, 9_007_199_254_740_991]), "bigint")).toEqual(["0", "-12", "9007199254740991"]);
     expect(await readBack(arrayLiteral([true, false, null]), "boolean")).toEqual([true, false, null]);
-    const times = [new Date("2026-11-28T03:50:00.123Z"), new Date(0)];
-    expect(arrayLiteral(times)).toBe("{2026-11-28T03:50:00.123Z,1970-01-01T00:00:00.000Z}");
-    expect(((await readBack(arrayLiteral(times), "timestamptz")) as Date[]).map((d) => d.toISOString())).toEqual(times.map((d) => d.toISOString()));
   });
 
   it("an empty list is an empty array", async () => {

@@ -302,6 +302,23 @@ describe("a row the database refuses", () => {
     }
   });
 
+  it("stores each row's time to the millisecond", async () => {
+    const log = new RequestLog({ databaseUrl: t.database.url, deadlines: t.config.databaseDeadlines, logger: createLogger("silent"), retentionDays: 30, flushIntervalMs: 3_600_000 });
+    const prefix = `time-${randomUUID()}-`;
+    const times = [new Date("2026-11-28T03:50:00.123Z"), new Date("1999-12-31T23:59:59.999Z"), new Date("2026-03-29T01:30:00.001Z")];
+    try {
+      times.forEach((time, i) => log.record({ ...entry(`${prefix}${i}`), time }));
+      await log.flush();
+      const rows = await t.app.orm.em.fork().execute<{ request_id: string; iso: string }[]>(
+        `select request_id, to_char(time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as iso from gateway_request_log where request_id like ? order by request_id`,
+        [`${prefix}%`],
+      );
+      expect(rows.map((r) => r.iso)).toEqual(times.map((time) => time.toISOString()));
+    } finally {
+      await log.close();
+    }
+  });
+
   it("retention deletes a backlog of many batches, and only rows older than the retention", async () => {
     const log = new RequestLog({ databaseUrl: t.database.url, deadlines: t.config.databaseDeadlines, logger: createLogger("silent"), retentionDays: 30, flushIntervalMs: 3_600_000 });
     const prefix = `retention-${randomUUID()}-`;

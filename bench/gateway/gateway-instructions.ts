@@ -4,18 +4,22 @@
  * one process per setting, each warmed up with BENCH_INSTRUCTIONS_WARMUP calls (20,000) with the
  * count off, then counted over BENCH_INSTRUCTIONS_CALLS more (4,000): plain Responses calls at
  * c=64, through the bench's fake provider, spans to a collector on loopback. The count is of every
- * thread of the process (V8's compiler and collector threads too), JIT code included, and does not
- * depend on how busy the machine is: two processes of one build read within 2 % of each other
- * (V8 compiles at different moments in each), where their CPU time a call moves by ±20 %.
+ * thread of the process, each on its own (the main thread: the JavaScript; the others: V8's
+ * compiler and collector helpers), JIT code included, and does not depend on how busy the machine
+ * is. Two processes of one build read within about 2 % of each other on the main thread, where
+ * their CPU time a call moves by ±20 %; every thread's count moves more, with when V8 compiles.
  *
  * What it answers that a timed run cannot: what a setting costs a call in steady state, and where
  * (BENCH_INSTRUCTIONS_TOP: the functions whose count grew most over the first setting, JIT code
  * named through --perf-basic-prof). The settings (BENCH_INSTRUCTIONS_SETTINGS, `name=A=1,B=2;…`)
- * are by default all off, each part of observability alone, and all three. Two processes are
- * counted at a time. Needs valgrind; takes about two minutes a pair.
+ * are by default all off, each part of observability alone, and all three.
+ * BENCH_INSTRUCTIONS_PROCESSES (1) processes of each setting are counted, each with its own
+ * start: with more than one, a setting's figure is their mean, and each process's is printed
+ * beside it. Two processes are counted at a time. Needs valgrind; takes about two
+ * minutes a pair.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Pool } from "undici";
@@ -29,6 +33,8 @@ import { configureGateway } from "./setup.ts";
 const warmup = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? "20000");
 const calls = Number(process.env.BENCH_INSTRUCTIONS_CALLS ?? "4000");
 const top = Number(process.env.BENCH_INSTRUCTIONS_TOP ?? "0");
+const processes = Number(process.env.BENCH_INSTRUCTIONS_PROCESSES ?? "1");
+if (!Number.isInteger(processes) || processes < 1) throw new Error(`BENCH_INSTRUCTIONS_PROCESSES must be a positive integer, got "${process.env.BENCH_INSTRUCTIONS_PROCESSES}"`);
 const concurrency = 64;
 const allOff = "OTEL_SDK_DISABLED=true,WARDEN_GATEWAY_METRICS=false,WARDEN_ACCESS_LOG=false";
 const oneInTen = "OTEL_TRACES_SAMPLER=parentbased_traceidratio,OTEL_TRACES_SAMPLER_ARG=0.1";
@@ -63,18 +69,21 @@ function settings(text: string, collector: string): Setting[] {
 interface Counted {
   name: string;
   pid: number;
+  /** The main thread's callgrind file. */
   file: string;
-  /** Instructions a call. */
+  /** Instructions a call, every thread's. */
   perCall: number;
+  /** Instructions a call of the main thread alone: the JavaScript, without V8's compiler and helper threads. */
+  mainPerCall: number;
 }
 
 /** One gateway under callgrind: warmed up uncounted, then `calls` counted; its callgrind file. */
-async function count(h: Harness, setting: Setting, providerKey: string, out: string): Promise<Counted> {
+async function count(h: Harness, setting: Setting, n: number, providerKey: string, out: string): Promise<Counted> {
   const port = await freePort();
-  const file = path.join(out, `${setting.name.replace(/\W+/g, "-")}.callgrind`);
+  const file = path.join(out, `${setting.name.replace(/\W+/g, "-")}-${n}.callgrind`);
   const child = spawn(
     "valgrind",
-    ["--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${file}`, process.execPath, ...h.nodeFlags, "--perf-basic-prof", path.join(root, "src", "main.ts"), "gateway"],
+    ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${file}`, process.execPath, ...h.nodeFlags, "--perf-basic-prof", path.join(root, "src", "main.ts"), "gateway"],
     {
       cwd: root,
       stdio: ["ignore", "ignore", "pipe"],
@@ -85,7 +94,7 @@ async function count(h: Harness, setting: Setting, providerKey: string, out: str
         WARDEN_HOST: "127.0.0.1",
         WARDEN_MASTER_KEY: h.masterKey,
         WARDEN_ADMIN_KEY: h.server.adminKey,
-        WARDEN_DATA_DIR: path.join(h.server.dataDir, setting.name.replace(/\W+/g, "-")),
+        WARDEN_DATA_DIR: path.join(h.server.dataDir, `${setting.name.replace(/\W+/g, "-")}-${n}`),
         WARDEN_LOG_LEVEL: h.logLevel,
         REDIS_URL: "",
         ...setting.env,
@@ -110,11 +119,19 @@ async function count(h: Harness, setting: Setting, providerKey: string, out: str
   control("-d");
   control("-i", "off");
   child.kill("SIGKILL");
-  const dumped = `${file}.1`;
-  const totals = /^totals: (\d+)/m.exec(readFileSync(dumped, "utf8"));
-  if (!totals) throw new Error(`${setting.name}: no totals in ${dumped}`);
+  // One file a thread (`<file>.1-01` is the main thread's).
+  const threads = readdirSync(out)
+    .filter((name) => name.startsWith(`${path.basename(file)}.1-`))
+    .sort()
+    .map((name) => {
+      const totals = /^totals: (\d+)/m.exec(readFileSync(path.join(out, name), "utf8"));
+      if (!totals) throw new Error(`${setting.name}: no totals in ${name}`);
+      return { file: path.join(out, name), instructions: Number(totals[1]) };
+    });
+  if (threads.length === 0) throw new Error(`${setting.name}: callgrind wrote no file`);
   h.log(`${setting.name}: counted`);
-  return { name: setting.name, pid: child.pid!, file: dumped, perCall: Number(totals[1]) / calls };
+  const all = threads.reduce((sum, t) => sum + t.instructions, 0);
+  return { name: setting.name, pid: child.pid!, file: threads[0]!.file, perCall: all / calls, mainPerCall: threads[0]!.instructions / calls };
 }
 
 /** The first answer's length, once the gateway serves (under valgrind it takes a while to start). */
@@ -179,19 +196,39 @@ await withHarness(
     const { key } = await configureGateway(h.admin, provider.url);
     const out = mkdtempSync(path.join(tmpdir(), "warden-instructions-"));
     const list = settings(process.env.BENCH_INSTRUCTIONS_SETTINGS ?? defaults, collector.url);
+    // Each setting's processes one after another in the list, so that a pair counted together is
+    // of two settings as often as it can be.
+    const runs = Array.from({ length: processes }, (_, n) => list.map((setting) => ({ setting, n }))).flat();
     const counted: Counted[] = [];
-    for (let i = 0; i < list.length; i += 2) counted.push(...(await Promise.all(list.slice(i, i + 2).map((s) => count(h, s, key.secret, out)))));
-    const first = counted[0]!;
-    console.log(`Instructions a call, ${calls} plain calls at c=${concurrency} after ${warmup} uncounted; callgrind files in ${out}`);
-    for (const c of counted) {
-      const over = c === first ? "" : ` (${signed(c.perCall - first.perCall)}, ${(((c.perCall - first.perCall) / first.perCall) * 100).toFixed(1)} % over ${first.name})`;
-      console.log(`${c.name}: ${thousands(c.perCall)}${over}`);
+    for (let i = 0; i < runs.length; i += 2) counted.push(...(await Promise.all(runs.slice(i, i + 2).map((r) => count(h, r.setting, r.n, key.secret, out)))));
+    const of = (setting: Setting) => counted.filter((c) => c.name === setting.name);
+    console.log(
+      `Instructions a call, ${calls} plain calls at c=${concurrency} after ${warmup} uncounted, ${processes} process(es) a setting; callgrind files in ${out}`,
+    );
+    // The main thread's count, and every thread's: V8 still compiles now and then after the
+    // warm-up, on its helper thread, and that is most of what moves between two processes.
+    for (const [label, figure] of [
+      ["main thread", (c: Counted) => c.mainPerCall],
+      ["every thread", (c: Counted) => c.perCall],
+    ] as const) {
+      const mean = (cs: Counted[]) => cs.reduce((sum, c) => sum + figure(c), 0) / cs.length;
+      const base = mean(of(list[0]!));
+      console.log(`\n${label}:`);
+      for (const setting of list) {
+        const cs = of(setting);
+        const perCall = mean(cs);
+        const spread = cs.length > 1 ? ` [${cs.map((c) => thousands(figure(c))).join(", ")}]` : "";
+        const over = setting === list[0] ? "" : ` (${signed(perCall - base)}, ${(((perCall - base) / base) * 100).toFixed(1)} % over ${list[0]!.name})`;
+        console.log(`  ${setting.name}: ${thousands(perCall)}${over}${spread}`);
+      }
     }
     if (top > 0) {
-      const base = byFunction(first);
-      for (const c of counted.slice(1)) {
+      // By function, the main thread of one process of each setting against one of the first.
+      const first = of(list[0]!)[0]!;
+      const theirs = byFunction(first);
+      for (const c of list.slice(1).map((setting) => of(setting)[0]!)) {
         const mine = byFunction(c);
-        const growth = [...new Set([...base.keys(), ...mine.keys()])].map((name) => ({ name, delta: (mine.get(name) ?? 0) - (base.get(name) ?? 0) }));
+        const growth = [...new Set([...theirs.keys(), ...mine.keys()])].map((name) => ({ name, delta: (mine.get(name) ?? 0) - (theirs.get(name) ?? 0) }));
         growth.sort((a, b) => b.delta - a.delta);
         console.log(`\n${c.name} over ${first.name}, by function (instructions a call):`);
         for (const g of growth.slice(0, top)) console.log(`  ${signed(g.delta).padStart(7)}  ${g.name}`);

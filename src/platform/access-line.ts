@@ -63,8 +63,8 @@ export function jsonText(value: string | null | undefined): string {
 
 /**
  * JSON texts of values that repeat from one line to the next (model, provider, key, endpoint,
- * method), remembered: looking one up costs a fraction of jsonText's test. Callers choose model
- * names, so the memo is bounded: past 1,024 values it starts again.
+ * method, path), remembered: looking one up costs a fraction of jsonText's test. Callers choose
+ * model names and paths, so the memo is bounded: past 1,024 values it starts again.
  */
 export class JsonTextMemo {
   #texts = new Map<string, string>();

@@ -751,7 +751,7 @@ function hostOf(provider: ProviderConfig): string {
   return host;
 }
 
-/** The access lines' values that repeat from request to request. */
+/** The access lines' values that repeat from request to request (all but the request ID). */
 const repeated = new JsonTextMemo();
 
 /** The members of a request's access-log line, serialised (the writer adds level, time, bindings and msg). */
@@ -759,7 +759,7 @@ function accessLine(req: IncomingMessage, status: number, latencyMs: number, tra
   const url = req.url ?? "/";
   const query = url.indexOf("?");
   const line =
-    `"requestId":${jsonText(trace.requestId)},"method":${repeated.text(req.method)},"path":${jsonText(query === -1 ? url : url.slice(0, query))},` +
+    `"requestId":${jsonText(trace.requestId)},"method":${repeated.text(req.method)},"path":${repeated.text(query === -1 ? url : url.slice(0, query))},` +
     `"status":${status},"latencyMs":${latencyMs},"ttfbMs":${trace.ttfbMs ?? null},"keyId":${repeated.text(trace.key?.id)},` +
     `"model":${repeated.text(trace.model)},"provider":${repeated.text(trace.provider)},"inputTokens":${trace.usage?.inputTokens ?? 0},` +
     `"outputTokens":${trace.usage?.outputTokens ?? 0},"endpoint":${repeated.text(trace.endpoint)}`;

@@ -56,7 +56,7 @@ export interface RequestLogOptions {
 
 /** Columns and their array types; group_ids (an array itself) travels as text and is cast back. */
 const columns: [string, string][] = [
-  ["request_id", "text"], ["time", "timestamptz"], ["workspace_id", "uuid"], ["key_id", "uuid"], ["user_id", "uuid"],
+  ["request_id", "text"], ["time", "bigint"], ["workspace_id", "uuid"], ["key_id", "uuid"], ["user_id", "uuid"],
   ["group_ids", "text"], ["endpoint", "text"], ["model", "text"], ["provider", "text"], ["status", "smallint"],
   ["error_type", "text"], ["latency_ms", "integer"], ["ttfb_ms", "integer"], ["input_tokens", "bigint"],
   ["output_tokens", "bigint"], ["tokens_estimated", "boolean"], ["guardrail_verdict", "text"],
@@ -64,8 +64,19 @@ const columns: [string, string][] = [
   ["redactions", "jsonb"],
 ];
 
+/**
+ * How a column is read from its unnested array, where that is not the array's element itself. The
+ * time travels as epoch milliseconds: as text, each row's Date went through toISOString, which V8
+ * formats with printf, 7,300 instructions a row, 2 % of a whole gateway call's (docs/performance.md,
+ * "Instructions a call, whole gateways").
+ */
+const selected: Record<string, string> = {
+  group_ids: "group_ids::uuid[]",
+  time: "timestamptz 'epoch' + time * interval '1 millisecond'",
+};
+
 const insertSql = `insert into gateway_request_log (${columns.map(([name]) => name).join(", ")})
-  select ${columns.map(([name]) => (name === "group_ids" ? "group_ids::uuid[]" : name)).join(", ")}
+  select ${columns.map(([name]) => selected[name] ?? name).join(", ")}
     from unnest(${columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
       as batch(${columns.map(([name]) => name).join(", ")})`;
 
@@ -93,7 +104,7 @@ function clamp(value: number, max: number): number {
 
 function columnValues(batch: RequestLogEntry[]): string[] {
   return [
-    batch.map((e) => e.requestId), batch.map((e) => e.time), batch.map((e) => e.workspaceId), batch.map((e) => e.keyId),
+    batch.map((e) => e.requestId), batch.map((e) => e.time.getTime()), batch.map((e) => e.workspaceId), batch.map((e) => e.keyId),
     batch.map((e) => e.userId), batch.map((e) => `{${e.groupIds.join(",")}}`), batch.map((e) => e.endpoint),
     batch.map((e) => e.model), batch.map((e) => e.provider), batch.map((e) => e.status), batch.map((e) => e.errorType),
     batch.map((e) => e.latencyMs), batch.map((e) => e.ttfbMs), batch.map((e) => e.inputTokens),
