@@ -9,6 +9,12 @@
  * is. Two processes of one build read within about 2 % of each other on the main thread, where
  * their CPU time a call moves by ±20 %; every thread's count moves more, with when V8 compiles.
  *
+ * Run it alone. Work driven by timers (the request log's flush every 100 ms, the log's every
+ * 250 ms, the span exporter's delay, undici's timers) is spread over the calls made meanwhile:
+ * under valgrind a gateway serves about 200 calls a second, so such work reads some twenty times
+ * larger a call than at 5,000 a second, and more again on a machine busy with something else (two
+ * runs of this script at once read all off 15 % higher on the main thread).
+ *
  * What it answers that a timed run cannot: what a setting costs a call in steady state, and where
  * (BENCH_INSTRUCTIONS_TOP: the functions whose count grew most over the first setting, JIT code
  * named through --perf-basic-prof). The settings (BENCH_INSTRUCTIONS_SETTINGS, `name=A=1,B=2;…`)
