@@ -29,7 +29,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Pool } from "undici";
-import { root, withHarness, type Harness } from "./harness.ts";
+import { root, waitUntilServed, withHarness, type Harness } from "./harness.ts";
 import { callOnce, closedLoop, responsesPath, type Target } from "./load.ts";
 import { startCollector } from "./observability.ts";
 import { requestBody, variedModel } from "./payloads.ts";
@@ -140,20 +140,20 @@ async function count(h: Harness, setting: Setting, n: number, providerKey: strin
   return { name: setting.name, pid: child.pid!, file: threads[0]!.file, perCall: all / calls, mainPerCall: threads[0]!.instructions / calls };
 }
 
-/** The first answer's length, once the gateway serves (under valgrind it takes a while to start). */
+/** The first answer's length, once the gateway serves: under valgrind it takes minutes to start. */
 async function firstAnswer(pool: Pool, target: Target, body: () => Buffer, stderr: () => string): Promise<number> {
-  const deadline = performance.now() + 300_000;
-  for (;;) {
-    try {
+  let bytes = 0;
+  await waitUntilServed(
+    target.name,
+    async () => {
       const res = await pool.request({ method: "POST", path: responsesPath, headers: target.headers, body: body() });
       const text = await res.body.text();
-      if (res.statusCode === 200) return Buffer.byteLength(text);
-    } catch {
-      // not listening yet
-    }
-    if (performance.now() > deadline) throw new Error(`${target.name} did not serve within 5 minutes:\n${stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-  }
+      if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${text.slice(0, 300)}\n${stderr()}`);
+      bytes = Buffer.byteLength(text);
+    },
+    300_000,
+  );
+  return bytes;
 }
 
 /** Instructions a call by function (self cost), JIT code named from the process's perf map. */

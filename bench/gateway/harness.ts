@@ -194,15 +194,15 @@ function gatewayScriptFlags(): string {
   return scripts.gateway!.split(/\s+/).filter((word) => word.startsWith("--")).join(" ");
 }
 
-/** Calls until one succeeds (the gateway has loaded its snapshot and listens), for at most a minute. */
-export async function waitUntilServed(name: string, fire: () => Promise<void>): Promise<void> {
-  const deadline = performance.now() + 60_000;
+/** Calls until one succeeds (the gateway has loaded its snapshot and listens), for at most `timeoutMs` (a minute). */
+export async function waitUntilServed(name: string, fire: () => Promise<void>, timeoutMs = 60_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     try {
       await fire();
       return;
     } catch (err) {
-      if (performance.now() > deadline) throw new Error(`${name} did not serve within a minute`, { cause: err });
+      if (performance.now() > deadline) throw new Error(`${name} did not serve within ${timeoutMs / 1000} s`, { cause: err });
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
