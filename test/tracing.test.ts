@@ -147,6 +147,34 @@ describe("a gateway call", () => {
     expect(g.anthropic.requests.at(-1)!.headers).toMatchObject({ traceparent: `00-${traceId}-${client.spanId}-01`, tracestate: "vendor=x" });
   });
 
+  it("follows a caller that did not sample its trace: no span of it exported, the provider told the trace and its state, not sampled", async () => {
+    const traceId = "5e1f0c2d3b4a59687766554433221100";
+    const callerSpan = "c0ffee00c0ffee00";
+    const res = await fetch(`${t.gatewayUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": g.key, "content-type": "application/json", traceparent: `00-${traceId}-${callerSpan}-00`, tracestate: "vendor=y" },
+      body: JSON.stringify({ model: "claude-unsampled", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }),
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const sent = g.anthropic.requests.at(-1)!.headers;
+    expect(sent.tracestate).toBe("vendor=y");
+    const traceparent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/.exec(String(sent.traceparent));
+    expect(traceparent?.[1]).toBe(traceId);
+    // The gateway's own span ID, not the caller's: the provider call is a child of the request.
+    expect(traceparent?.[2]).not.toBe(callerSpan);
+    // A sampled request sent after it is exported: had this one made spans, they would be there by then.
+    const later = "6e1f0c2d3b4a59687766554433221100";
+    const after = await fetch(`${t.gatewayUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": g.key, "content-type": "application/json", "x-request-id": later },
+      body: JSON.stringify({ model: "claude-unsampled", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }),
+    });
+    await after.arrayBuffer();
+    await traceOf(later);
+    expect(receiver.spans.filter((span) => span.traceId === traceId)).toEqual([]);
+  });
+
   it("with an X-Request-ID of another trace than its traceparent, follows X-Request-ID and links the caller's span", async () => {
     const requestId = "11111111111111111111111111111111";
     const res = await fetch(`${t.gatewayUrl}/v1/messages`, {

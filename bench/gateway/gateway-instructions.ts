@@ -15,6 +15,10 @@
  * larger a call than at 5,000 a second, and more again on a machine busy with something else (two
  * runs of this script at once read all off 15 % higher on the main thread).
  *
+ * The main thread's count is also printed less V8's collector (collectionsOf): what the calls
+ * allocate is collected when the collector chooses, and a full collection in one counted window
+ * and not in another is some 10k a call; the rest moves less between two processes.
+ *
  * What it answers that a timed run cannot: what a setting costs a call in steady state, and where
  * (BENCH_INSTRUCTIONS_TOP: the functions whose count grew most over the first setting, JIT code
  * named through --perf-basic-prof). The settings (BENCH_INSTRUCTIONS_SETTINGS, `name=A=1,B=2;…`)
@@ -81,6 +85,8 @@ interface Counted {
   perCall: number;
   /** Instructions a call of the main thread alone: the JavaScript, without V8's compiler and helper threads. */
   mainPerCall: number;
+  /** Of the main thread's, the collector's (collectionsOf). */
+  collectorPerCall: number;
 }
 
 /** One gateway under callgrind: warmed up uncounted, then `calls` counted; its callgrind file. */
@@ -137,7 +143,24 @@ async function count(h: Harness, setting: Setting, n: number, providerKey: strin
   if (threads.length === 0) throw new Error(`${setting.name}: callgrind wrote no file`);
   h.log(`${setting.name}: counted`);
   const all = threads.reduce((sum, t) => sum + t.instructions, 0);
-  return { name: setting.name, pid: child.pid!, file: threads[0]!.file, perCall: all / calls, mainPerCall: threads[0]!.instructions / calls };
+  const main = threads[0]!;
+  return { name: setting.name, pid: child.pid!, file: main.file, perCall: all / calls, mainPerCall: main.instructions / calls, collectorPerCall: collectionsOf(main.file) / calls };
+}
+
+/**
+ * The main thread's instructions in V8's collector: every collection (`Heap::CollectGarbage`,
+ * scavenges and full ones, everything they call) and the incremental marking steps taken on
+ * allocation, inclusive. What a call leaves behind is collected at moments of the collector's
+ * choosing, so this part moves most between two processes (a full collection in one counted
+ * window and not in the other is 10k a call); the rest of the main thread's count is steadier.
+ */
+function collectionsOf(file: string): number {
+  const annotated = execFileSync("callgrind_annotate", ["--inclusive=yes", "--threshold=100", file], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  const inclusive = (name: string): number => {
+    const line = annotated.split("\n").find((l) => l.includes(`???:${name}(`));
+    return line ? Number(/^\s*([\d,]+)/.exec(line)![1]!.replaceAll(",", "")) : 0;
+  };
+  return inclusive("v8::internal::Heap::CollectGarbage") + inclusive("v8::internal::IncrementalMarking::Step") + inclusive("v8::internal::Heap::StartIncrementalMarking");
 }
 
 /** The first answer's length, once the gateway serves: under valgrind it takes minutes to start. */
@@ -215,6 +238,8 @@ await withHarness(
     // warm-up, on its helper thread, and that is most of what moves between two processes.
     for (const [label, figure] of [
       ["main thread", (c: Counted) => c.mainPerCall],
+      ["main thread, less the collector", (c: Counted) => c.mainPerCall - c.collectorPerCall],
+      ["the collector, on the main thread", (c: Counted) => c.collectorPerCall],
       ["every thread", (c: Counted) => c.perCall],
     ] as const) {
       const mean = (cs: Counted[]) => cs.reduce((sum, c) => sum + figure(c), 0) / cs.length;

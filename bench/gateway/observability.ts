@@ -34,7 +34,7 @@ import { Pool } from "undici";
 import { GatewayMetrics, type RequestMeasure } from "../../src/gateway/usage/metrics.ts";
 import { accessLogger, BatchedDestination } from "../../src/platform/logger.ts";
 import { AccessLineWriter, jsonText } from "../../src/platform/access-line.ts";
-import { SpanKind, Tracing, type TracingSettings } from "../../src/platform/tracing.ts";
+import { SpanKind, Tracing, type TraceHeaders, type TracingSettings } from "../../src/platform/tracing.ts";
 import { latencyStats, type LatencyStats } from "../measure.ts";
 import { machine } from "../report.ts";
 import { sourceRevision, waitUntilServed, withHarness } from "./harness.ts";
@@ -262,14 +262,17 @@ async function measureInProcess(iterations: number, warmup: number, rounds: numb
  * SERVER span (no X-Request-ID, so a new trace) and its provider call's CLIENT span, whose
  * traceparent is written. Request `i`'s; also counted in instructions by tracing-instructions.ts.
  */
-export function requestSpans(tracing: Tracing): (i: number) => Record<string, string> {
+export function requestSpans(tracing: Tracing): (i: number) => TraceHeaders {
   const none = { requestId: undefined, traceparent: undefined, tracestate: undefined };
   return (i) => {
     const { span } = tracing.startRequest("POST", none, { "http.request.method": "POST" });
-    const call = tracing.startChild(span, `chat ${benchModel}`, {
-      kind: SpanKind.CLIENT,
-      attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": benchModel, "warden.provider": "fake-openai", "server.address": "127.0.0.1" },
-    });
+    // As the pipeline does: a request not sampled sends its own context on, with no child made.
+    const call = span.isRecording()
+      ? tracing.startChild(span, `chat ${benchModel}`, {
+          kind: SpanKind.CLIENT,
+          attributes: { "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": benchModel, "warden.provider": "fake-openai", "server.address": "127.0.0.1" },
+        })
+      : span;
     const headers = tracing.headersFor(call);
     call.setAttribute("http.response.status_code", 200);
     tracing.end(call);

@@ -1,28 +1,21 @@
 import { createHash, randomBytes } from "node:crypto";
-import { context, trace, SamplingDecision, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context, type HrTime, type Link, type SpanContext } from "@opentelemetry/api";
+import { trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext } from "@opentelemetry/api";
 import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState } from "@opentelemetry/core";
 import { createOtlpNetworkExportDelegate, OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
 import { convertLegacyHttpOptions, createOtlpHttpExporterMetrics } from "@opentelemetry/otlp-exporter-base/node-http";
 import { ProtobufTraceSerializer, TraceExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  type ReadableSpan,
-  type Sampler,
-  type SpanExporter,
-} from "@opentelemetry/sdk-trace";
+import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Logger } from "./logger.ts";
 import { encodeTraceExport } from "./otlp-encoding.ts";
 import { OtlpHttpTransport } from "./otlp-transport.ts";
+import { foldOfBytes, foldOfHex, samplingDecider, type SamplerName, type SamplingDecider } from "./sampling.ts";
 import { RecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
 
 /**
- * Traces, through OpenTelemetry's SDK (its samplers, batch processor and OTLP/HTTP exporter),
+ * Traces, through OpenTelemetry's SDK (its batch processor and OTLP/HTTP exporter; its samplers'
+ * decisions, sampling.ts says why they are made there),
  * exported as protobuf when an endpoint is set; with none, there is no `Tracing` at all and
  * requests make no spans. The spans themselves are Warden's (spans.ts says why). Contexts are
  * passed by hand (no global context manager): the two places that make spans know their parent,
@@ -34,7 +27,7 @@ import { RecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
  * always meet.
  */
 
-export type SamplerName = "always_on" | "always_off" | "traceidratio" | "parentbased_always_on" | "parentbased_always_off" | "parentbased_traceidratio";
+export type { SamplerName };
 
 export interface TracingSettings {
   /** Where spans are posted (`…/v1/traces`). */
@@ -50,6 +43,12 @@ export interface TracingSettings {
   maxExportBatchSize: number;
 }
 
+/** The W3C headers that make a span the parent of a call sent on. */
+export interface TraceHeaders {
+  traceparent: string;
+  tracestate?: string;
+}
+
 /** The W3C headers a caller sent, as read from its request. */
 export interface IncomingTraceHeaders {
   requestId: string | undefined;
@@ -60,10 +59,20 @@ export interface IncomingTraceHeaders {
 const HEX32 = /^[0-9a-f]{32}$/i;
 const ZERO_TRACE = "0".repeat(32);
 
+/** A trace ID, and its fold for the ratio samplers (sampling.ts). */
+interface TraceId {
+  id: string;
+  fold: number;
+}
+
 /** The trace ID of a request ID: itself when it is 32 hex digits (not all zeros), else a hash of it. */
-function traceIdOf(requestId: string): string {
-  if (HEX32.test(requestId) && requestId !== ZERO_TRACE) return requestId.toLowerCase();
-  return createHash("sha256").update(requestId).digest("hex").slice(0, 32);
+function traceIdOf(requestId: string): TraceId {
+  if (HEX32.test(requestId) && requestId !== ZERO_TRACE) {
+    const id = requestId.toLowerCase();
+    return { id, fold: foldOfHex(id) };
+  }
+  const digest = createHash("sha256").update(requestId).digest();
+  return { id: digest.toString("hex", 0, 16), fold: foldOfBytes(digest, 0) };
 }
 
 /**
@@ -75,13 +84,21 @@ class RandomPool {
   #at = 0;
 
   hex(bytes: number): string {
+    this.#take(bytes);
+    return this.#pool.toString("hex", this.#at - bytes, this.#at);
+  }
+
+  traceId(): TraceId {
+    this.#take(16);
+    return { id: this.#pool.toString("hex", this.#at - 16, this.#at), fold: foldOfBytes(this.#pool, this.#at - 16) };
+  }
+
+  #take(bytes: number): void {
     if (this.#at + bytes > this.#pool.length) {
       this.#pool = randomBytes(4096);
       this.#at = 0;
     }
-    const id = this.#pool.toString("hex", this.#at, this.#at + bytes);
     this.#at += bytes;
-    return id;
   }
 }
 
@@ -147,27 +164,9 @@ function otlpExporter(settings: TracingSettings): SpanExporter {
   return new OTLPExporterBase(createOtlpNetworkExportDelegate(options, traceSerializer, metrics, new OtlpHttpTransport(options)));
 }
 
-function sampler(settings: TracingSettings): Sampler {
-  const ratio = () => new TraceIdRatioBasedSampler(settings.samplerRatio);
-  switch (settings.sampler) {
-    case "always_on":
-      return new AlwaysOnSampler();
-    case "always_off":
-      return new AlwaysOffSampler();
-    case "traceidratio":
-      return ratio();
-    case "parentbased_always_on":
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-    case "parentbased_always_off":
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case "parentbased_traceidratio":
-      return new ParentBasedSampler({ root: ratio() });
-  }
-}
-
 export class Tracing {
   readonly #batch: BatchSpanProcessor;
-  readonly #sampler: Sampler;
+  readonly #sampled: SamplingDecider;
   readonly #origin: SpanOrigin;
   readonly #random = new RandomPool();
   /** Epoch milliseconds at performance.now() = 0, read once (see #at). */
@@ -175,7 +174,7 @@ export class Tracing {
 
   constructor(settings: TracingSettings, registry: Registry, logger: Logger) {
     const registers = [registry];
-    this.#sampler = sampler(settings);
+    this.#sampled = samplingDecider(settings.sampler, settings.samplerRatio);
     const dropped = new Counter({ name: "warden_trace_spans_dropped_total", help: "Spans dropped because the export queue was full.", registers });
     const exported = new Counter({ name: "warden_trace_spans_exported_total", help: "Spans the OTLP collector accepted.", registers });
     const failed = new Counter({ name: "warden_trace_spans_export_failed_total", help: "Spans whose export failed (the collector refused them, or did not answer in time).", registers });
@@ -220,31 +219,30 @@ export class Tracing {
     const own = headers.requestId;
     let links: Link[] | undefined;
     let requestId: string;
-    let traceId: string;
+    let traceId: TraceId;
     let parentContext: SpanContext | undefined;
     if (own === undefined) {
       // No request ID: the caller's trace, or a new one, and its ID names the request.
-      traceId = remote?.traceId ?? this.#random.hex(16);
-      requestId = traceId;
+      traceId = remote ? { id: remote.traceId, fold: foldOfHex(remote.traceId) } : this.#random.traceId();
+      requestId = traceId.id;
       if (remote) parentContext = remote;
     } else {
       requestId = own;
       traceId = traceIdOf(own);
-      if (remote && remote.traceId === traceId) parentContext = remote;
+      if (remote && remote.traceId === traceId.id) parentContext = remote;
       // X-Request-ID decides the trace; a caller's span in another trace is linked, not lost.
       else if (remote) links = [{ context: remote }];
     }
-    const parent: Context = parentContext ? trace.setSpanContext(context.active(), parentContext) : context.active();
-    const sampled = this.#sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, links ?? []);
+    const sampled = this.#sampled(traceId.fold, parentContext);
     const spanContext = {
-      traceId,
+      traceId: traceId.id,
       spanId: this.#random.hex(8),
-      traceFlags: sampled.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE,
-      traceState: sampled.traceState ?? parentContext?.traceState,
+      traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      traceState: parentContext?.traceState,
     };
     // A request left out gets its span context and nothing more: no attributes built, no children.
-    if (sampled.decision === SamplingDecision.NOT_RECORD) return { span: trace.wrapSpanContext(spanContext), requestId };
-    const recorded = { ...attributes, ...sampled.attributes, "warden.request_id": requestId };
+    if (!sampled) return { span: trace.wrapSpanContext(spanContext), requestId };
+    const recorded = { ...attributes, "warden.request_id": requestId };
     const span = new RecordedSpan(this.#origin, name, SpanKind.SERVER, spanContext, parentContext, this.#at(performance.now()), recorded, links);
     return { span, requestId };
   }
@@ -297,11 +295,12 @@ export class Tracing {
   }
 
   /** The traceparent (and tracestate) that makes `span` the parent of a call sent on. */
-  headersFor(span: Span): Record<string, string> {
+  headersFor(span: Span): TraceHeaders {
     // W3C Trace Context, version 00, as the SDK's propagator writes it; written here, it needs
     // no context made for the span (a Map copied per call).
     const { traceId, spanId, traceFlags, traceState } = span.spanContext();
-    const headers: Record<string, string> = { traceparent: `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, "0")}` };
+    const flags = traceFlags === TraceFlags.SAMPLED ? "01" : traceFlags === TraceFlags.NONE ? "00" : traceFlags.toString(16).padStart(2, "0");
+    const headers: TraceHeaders = { traceparent: `00-${traceId}-${spanId}-${flags}` };
     const state = traceState?.serialize();
     if (state) headers.tracestate = state;
     return headers;

@@ -514,7 +514,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
         }
         trace.overheadMs ??= performance.now() - trace.started;
         step(trace, "route", translation ? "translate" : undefined);
-        span = trace.span ? providerSpan(trace.span, trace, attempt) : undefined;
+        // A request not sampled has no children: the call carries the request's own context.
+        span = trace.recorded ? providerSpan(trace.span!, trace, attempt) : trace.span;
         const response = await upstream.send({
           path: target.path,
           body: upstreamBody,

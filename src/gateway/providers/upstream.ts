@@ -1,6 +1,7 @@
 import type { Readable } from "node:stream";
 import { Pool } from "undici";
 import { dispatchRequest } from "../../platform/dispatch.ts";
+import type { TraceHeaders } from "../../platform/tracing.ts";
 import { readAll, readChunks } from "../../platform/http.ts";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
@@ -13,7 +14,7 @@ export interface UpstreamCall {
   /** The caller's headers; only anthropic-version and anthropic-beta are read. A Headers fits. */
   clientHeaders: Pick<Headers, "get">;
   /** W3C traceparent and tracestate, when the call is traced. */
-  traceHeaders?: Record<string, string>;
+  traceHeaders?: TraceHeaders;
   /** The caller's; aborting it rejects send() or ends the body with the signal's reason, untyped. */
   signal: AbortSignal;
 }
@@ -133,7 +134,7 @@ export class Upstream {
       {
         method: "POST",
         path: `${this.#pathPrefix}${this.kind === "azure_openai" ? "/openai" : ""}${call.path}${query}`,
-        headers: call.traceHeaders ? { ...this.#headers(this.#apiKey, call.clientHeaders), ...call.traceHeaders } : this.#headers(this.#apiKey, call.clientHeaders),
+        headers: this.#headers(this.#apiKey, call.clientHeaders, call.traceHeaders),
         body: call.body,
       },
       call.signal,
@@ -150,7 +151,7 @@ export class Upstream {
 
   // Built from scratch: nothing of the caller's reaches the provider unless named here, so the
   // gateway key (Authorization, x-api-key) can never leak upstream.
-  #headers(key: string, client: Pick<Headers, "get">): Record<string, string> {
+  #headers(key: string, client: Pick<Headers, "get">, trace: TraceHeaders | undefined): Record<string, string> {
     const headers: Record<string, string> = { "content-type": "application/json" };
     switch (this.kind) {
       case "anthropic": {
@@ -167,6 +168,10 @@ export class Upstream {
       case "azure_openai":
         headers["api-key"] = key;
         break;
+    }
+    if (trace) {
+      headers.traceparent = trace.traceparent;
+      if (trace.tracestate !== undefined) headers.tracestate = trace.tracestate;
     }
     return headers;
   }
