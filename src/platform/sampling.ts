@@ -32,7 +32,7 @@ export function samplingDecider(name: SamplerName, ratio: number): SamplingDecid
     case "always_off":
       return () => false;
     case "traceidratio":
-      return (fold) => byRatio(fold);
+      return byRatio;
     case "parentbased_always_on":
       return (_, parent) => (parent ? parentSampled(parent) : true);
     case "parentbased_always_off":
