@@ -68,7 +68,8 @@ describe("a gateway call", () => {
 
     const spans = await traceOf(requestId);
     const server = spans.find((span) => span.kind === SERVER)!;
-    expect(server).toMatchObject({ name: "chat claude-traced", parentSpanId: "", status: { code: 0, message: "" }, links: [] });
+    // Sampled (0x01), its parent's remoteness known (0x100): it has none.
+    expect(server).toMatchObject({ name: "chat claude-traced", parentSpanId: "", status: { code: 0, message: "" }, links: [], flags: 0x101 });
     expect(server.attributes).toEqual({
       "http.request.method": "POST",
       "warden.request_id": requestId,
@@ -141,9 +142,12 @@ describe("a gateway call", () => {
     const spans = await traceOf(traceId);
     const server = spans.find((span) => span.kind === SERVER)!;
     expect(server.parentSpanId).toBe("b7ad6b7169203331");
+    // Its parent is the caller's, remote (0x200); the provider call's is the request's, local.
+    expect(server.flags).toBe(0x301);
     expect(server.traceState).toBe("vendor=x");
     expect(server.attributes["warden.request_id"]).toBe(traceId);
     const client = spans.find((span) => span.kind === CLIENT)!;
+    expect(client.flags).toBe(0x101);
     expect(g.anthropic.requests.at(-1)!.headers).toMatchObject({ traceparent: `00-${traceId}-${client.spanId}-01`, tracestate: "vendor=x" });
   });
 

@@ -215,6 +215,8 @@ export class Tracing {
    */
   startRequest(name: string, headers: IncomingTraceHeaders, attributes: Attributes): { span: Span; requestId: string } {
     const remote = headers.traceparent ? parseTraceParent(headers.traceparent) : null;
+    // As the SDK's propagator marks what it extracts: the span's parent (or link) is remote.
+    if (remote) remote.isRemote = true;
     if (remote && headers.tracestate) remote.traceState = new TraceState(headers.tracestate);
     const own = headers.requestId;
     let links: Link[] | undefined;

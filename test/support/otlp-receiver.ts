@@ -25,6 +25,8 @@ export interface ReceivedSpan {
   links: { traceId: string; spanId: string }[];
   /** 0 unset, 1 ok, 2 error. */
   status: { code: number; message: string };
+  /** The trace flags (low byte), 0x100 when the parent's remoteness is known, 0x200 when the parent is remote. */
+  flags: number;
   resource: Record<string, AttributeValue>;
 }
 
@@ -129,6 +131,7 @@ function decodeSpan(bytes: Uint8Array): Omit<ReceivedSpan, "resource"> {
     attributes: {},
     links: [],
     status: { code: 0, message: "" },
+    flags: 0,
   };
   fields(bytes, (r, no) => {
     switch (no) {
@@ -177,6 +180,9 @@ function decodeSpan(bytes: Uint8Array): Omit<ReceivedSpan, "resource"> {
           else return false;
           return true;
         });
+        return true;
+      case 16:
+        span.flags = r.fixed32();
         return true;
     }
     return false;
