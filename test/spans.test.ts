@@ -8,7 +8,8 @@ import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeTraceExport } from "../src/platform/otlp-encoding.ts";
 import { RecordedSpan, type SpanOrigin } from "../src/platform/spans.ts";
-import { Tracing, type SamplerName, type TracingSettings } from "../src/platform/tracing.ts";
+import type { SamplerName } from "../src/platform/sampling.ts";
+import { Tracing, type TracingSettings } from "../src/platform/tracing.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./support/otlp-receiver.ts";
 
 /**

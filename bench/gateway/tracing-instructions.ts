@@ -19,7 +19,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import type { SamplerName } from "../../src/platform/tracing.ts";
+import type { SamplerName } from "../../src/platform/sampling.ts";
 import { benchTracingSettings, requestSpans, startCollector } from "./observability.ts";
 
 const self = fileURLToPath(import.meta.url);

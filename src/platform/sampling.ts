@@ -20,9 +20,9 @@ export type SamplingDecider = (fold: number, parent: SpanContext | undefined) =>
  * holds these to the SDK's decisions.
  */
 export function samplingDecider(name: SamplerName, ratio: number): SamplingDecider {
-  // As TraceIdRatioBasedSampler: sampled when the fold is under ratio × 2³² − 1, every ID at 1.
-  const clamped = Number.isNaN(ratio) ? 0 : Math.min(1, Math.max(0, ratio));
-  const upperBound = clamped === 1 ? 2 ** 32 : Math.floor(clamped * 0xffffffff);
+  // As TraceIdRatioBasedSampler: sampled when the fold is under ratio × (2³² − 1), every ID at 1.
+  // `ratio` is OTEL_TRACES_SAMPLER_ARG, checked to be within 0 and 1 with the other settings.
+  const upperBound = ratio >= 1 ? 2 ** 32 : Math.floor(ratio * 0xffffffff);
   const byRatio = (fold: number) => fold < upperBound;
   // ParentBased: a parent's flag decides; the root's sampler only without one.
   const parentSampled = (parent: SpanContext) => (parent.traceFlags & TraceFlags.SAMPLED) !== 0;

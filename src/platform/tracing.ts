@@ -27,8 +27,6 @@ import { RecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
  * always meet.
  */
 
-export type { SamplerName };
-
 export interface TracingSettings {
   /** Where spans are posted (`…/v1/traces`). */
   url: string;
@@ -301,8 +299,8 @@ export class Tracing {
     // W3C Trace Context, version 00, as the SDK's propagator writes it; written here, it needs
     // no context made for the span (a Map copied per call).
     const { traceId, spanId, traceFlags, traceState } = span.spanContext();
-    const flags = traceFlags === TraceFlags.SAMPLED ? "01" : traceFlags === TraceFlags.NONE ? "00" : traceFlags.toString(16).padStart(2, "0");
-    const headers: TraceHeaders = { traceparent: `00-${traceId}-${spanId}-${flags}` };
+    // Warden's spans carry one of two flags, sampled or not (startRequest, startChild).
+    const headers: TraceHeaders = { traceparent: `00-${traceId}-${spanId}-${traceFlags === TraceFlags.SAMPLED ? "01" : "00"}` };
     const state = traceState?.serialize();
     if (state) headers.tracestate = state;
     return headers;
