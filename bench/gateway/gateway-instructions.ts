@@ -22,13 +22,16 @@
  * What it answers that a timed run cannot: what a setting costs a call in steady state, and where
  * (BENCH_INSTRUCTIONS_TOP: the functions whose count grew most over the first setting, JIT code
  * named through --perf-basic-prof). The settings (BENCH_INSTRUCTIONS_SETTINGS, `name=A=1,B=2;…`)
- * are by default all off, each part of observability alone, and all three.
+ * are by default all off, each part of observability alone, and all three. A setting named
+ * `bare proxy` (no variables: `bare proxy=;all off=…`) counts the bench's bare proxy
+ * (bare-proxy.ts) instead of a gateway, over the same calls: the floor that issue 14's goals are
+ * shares of, and against it, by function, where the gateway's own instructions go.
  * BENCH_INSTRUCTIONS_PROCESSES (1) processes of each setting are counted, each with its own
  * start: with more than one, a setting's figure is their mean, and each process's is printed
  * beside it. Two processes are counted at a time. Needs valgrind; takes about two
  * minutes a pair.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -37,8 +40,9 @@ import { root, waitUntilServed, withHarness, type Harness } from "./harness.ts";
 import { callOnce, closedLoop, responsesPath, type Target } from "./load.ts";
 import { startCollector } from "./observability.ts";
 import { requestBody, variedModel } from "./payloads.ts";
+import type { FromChild } from "./ipc.ts";
 import { freePort } from "./processes.ts";
-import { configureGateway } from "./setup.ts";
+import { configureGateway, providerApiKey } from "./setup.ts";
 
 const warmup = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? "20000");
 const calls = Number(process.env.BENCH_INSTRUCTIONS_CALLS ?? "4000");
@@ -61,6 +65,9 @@ interface Setting {
   name: string;
   env: Record<string, string>;
 }
+
+/** The setting that counts the bare proxy rather than a gateway. */
+const bareProxy = "bare proxy";
 
 function settings(text: string, collector: string): Setting[] {
   return text.split(";").map((item) => {
@@ -89,37 +96,44 @@ interface Counted {
   collectorPerCall: number;
 }
 
-/** One gateway under callgrind: warmed up uncounted, then `calls` counted; its callgrind file. */
-async function count(h: Harness, setting: Setting, n: number, providerKey: string, out: string): Promise<Counted> {
-  const port = await freePort();
+/** One gateway (or the bare proxy) under callgrind: warmed up uncounted, then `calls` counted; its callgrind file. */
+async function count(h: Harness, setting: Setting, n: number, providerUrl: string, gatewayKey: string, out: string): Promise<Counted> {
   const file = path.join(out, `${setting.name.replace(/\W+/g, "-")}-${n}.callgrind`);
-  const child = spawn(
-    "valgrind",
-    ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${file}`, process.execPath, ...h.nodeFlags, "--perf-basic-prof", path.join(root, "src", "main.ts"), "gateway"],
-    {
-      cwd: root,
-      stdio: ["ignore", "ignore", "pipe"],
-      env: {
-        ...process.env,
-        DATABASE_URL: h.server.databaseUrl,
-        WARDEN_GATEWAY_PORT: String(port),
-        WARDEN_HOST: "127.0.0.1",
-        WARDEN_MASTER_KEY: h.masterKey,
-        WARDEN_ADMIN_KEY: h.server.adminKey,
-        WARDEN_DATA_DIR: path.join(h.server.dataDir, `${setting.name.replace(/\W+/g, "-")}-${n}`),
-        WARDEN_LOG_LEVEL: h.logLevel,
-        REDIS_URL: "",
-        ...setting.env,
-      },
-    },
-  );
+  const valgrind = ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${file}`, process.execPath, ...h.nodeFlags, "--perf-basic-prof"];
+  const bare = setting.name === bareProxy;
+  const port = bare ? 0 : await freePort();
+  const child = bare
+    ? spawn("valgrind", [...valgrind, path.join(root, "bench", "gateway", "bare-proxy.ts")], {
+        cwd: root,
+        stdio: ["ignore", "ignore", "pipe", "ipc"],
+        env: { ...process.env, BENCH_UPSTREAM: providerUrl, BENCH_CONNECTIONS: String(concurrency) },
+      })
+    : spawn("valgrind", [...valgrind, path.join(root, "src", "main.ts"), "gateway"], {
+        cwd: root,
+        stdio: ["ignore", "ignore", "pipe"],
+        env: {
+          ...process.env,
+          DATABASE_URL: h.server.databaseUrl,
+          WARDEN_GATEWAY_PORT: String(port),
+          WARDEN_HOST: "127.0.0.1",
+          WARDEN_MASTER_KEY: h.masterKey,
+          WARDEN_ADMIN_KEY: h.server.adminKey,
+          WARDEN_DATA_DIR: path.join(h.server.dataDir, `${setting.name.replace(/\W+/g, "-")}-${n}`),
+          WARDEN_LOG_LEVEL: h.logLevel,
+          REDIS_URL: "",
+          ...setting.env,
+        },
+      });
   let stderr = "";
-  child.stderr.on("data", (text: Buffer) => (stderr = (stderr + text.toString()).slice(-4_000)));
+  child.stderr!.on("data", (text: Buffer) => (stderr = (stderr + text.toString()).slice(-4_000)));
   h.defer(async () => void child.kill("SIGKILL"));
+  const served = bare ? await readyPort(child, () => stderr) : port;
   // Under valgrind a call takes tens of milliseconds: no timeout of undici's may cut one.
-  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: concurrency, headersTimeout: 0, bodyTimeout: 0 });
+  const pool = new Pool(`http://127.0.0.1:${served}`, { connections: concurrency, headersTimeout: 0, bodyTimeout: 0 });
   h.defer(() => pool.destroy());
-  const target: Target = { name: setting.name, origin: "", headers: { "content-type": "application/json", authorization: `Bearer ${providerKey}` }, path: responsesPath };
+  // The bare proxy passes the caller's key through to the provider.
+  const secret = bare ? providerApiKey : gatewayKey;
+  const target: Target = { name: setting.name, origin: "", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, path: responsesPath };
   let sequence = 0;
   const body = () => requestBody(variedModel, false, `Say hello in one short sentence. (${sequence++})`);
   const bytes = await firstAnswer(pool, target, body, () => stderr);
@@ -161,6 +175,16 @@ function collectionsOf(file: string): number {
     return line ? Number(/^\s*([\d,]+)/.exec(line)![1]!.replaceAll(",", "")) : 0;
   };
   return inclusive("v8::internal::Heap::CollectGarbage") + inclusive("v8::internal::IncrementalMarking::Step") + inclusive("v8::internal::Heap::StartIncrementalMarking");
+}
+
+/** The port the bare proxy tells over its IPC channel once it listens (bare-proxy.ts). */
+function readyPort(child: ChildProcess, stderr: () => string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    child.on("message", (message: FromChild) => {
+      if (message.type === "ready") resolve(message.port);
+    });
+    child.on("exit", (code) => reject(new Error(`the bare proxy exited (${code}) before it listened\n${stderr()}`)));
+  });
 }
 
 /** The first answer's length, once the gateway serves: under valgrind it takes minutes to start. */
@@ -229,7 +253,7 @@ await withHarness(
     // of two settings as often as it can be.
     const runs = Array.from({ length: processes }, (_, n) => list.map((setting) => ({ setting, n }))).flat();
     const counted: Counted[] = [];
-    for (let i = 0; i < runs.length; i += 2) counted.push(...(await Promise.all(runs.slice(i, i + 2).map((r) => count(h, r.setting, r.n, key.secret, out)))));
+    for (let i = 0; i < runs.length; i += 2) counted.push(...(await Promise.all(runs.slice(i, i + 2).map((r) => count(h, r.setting, r.n, provider.url, key.secret, out)))));
     const of = (setting: Setting) => counted.filter((c) => c.name === setting.name);
     console.log(
       `Instructions a call, ${calls} plain calls at c=${concurrency} after ${warmup} uncounted, ${processes} process(es) a setting; callgrind files in ${out}`,

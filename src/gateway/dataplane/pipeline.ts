@@ -90,7 +90,7 @@ export interface PipelineDeps {
 
 
 /** A call that generates nothing reserves nothing. */
-const nothingReserved: UsageTicket = { settle: async () => undefined };
+const nothingReserved: UsageTicket = { settle: () => undefined };
 
 /** The provider that answered a call, and how its answer is read. */
 interface Sent {
@@ -290,7 +290,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const snapshot = deps.watcher.snapshot;
     try {
       // The spec's order starts with the key; the cap follows at once, before any work.
-      const key = await authenticate(req, snapshot);
+      // At once when the snapshot holds the key (authenticate).
+      const found = authenticate(req, snapshot);
+      const key = found instanceof Promise ? await found : found;
       // A key that asks for Server-Timing gets it from here on; its clock started with the request.
       if (key.serverTiming && !trace.timing) trace.timing = new ServerTiming(trace.started);
       step(trace, "auth");
@@ -328,8 +330,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
     const received = await readBody(req, deps.maxBodyBytes).catch((err: unknown) => {
       throw err instanceof BodyTooLarge ? bodyTooLarge(deps.maxBodyBytes) : err;
     });
-    // A large body is parsed in a worker, and comes back as `raw`.
-    const parsed = await bodies.parse(received, spec.name, trace.capture !== undefined);
+    // A large body is parsed in a worker, and comes back as `raw` (a promise); a small one at once.
+    const parsing = bodies.parse(received, spec.name, trace.capture !== undefined);
+    const parsed = parsing instanceof Promise ? await parsing : parsing;
     step(trace, "body");
     if (trace.capture) trace.capture.body = parsed.body;
     if (spec.name === "images" && parsed.body?.stream !== undefined && parsed.body.stream !== false) throw streamingImagesUnsupported();
@@ -350,18 +353,28 @@ export function createGatewayHandler(deps: PipelineDeps) {
     step(trace, "access");
 
     abort.signal.throwIfAborted();
-    const ticket = spec.generates ? await deps.usage.admit({ key, config, spec, body }) : nothingReserved;
+    const admitted = spec.generates ? deps.usage.admit({ key, config, spec, body }) : nothingReserved;
+    const ticket = admitted instanceof Promise ? await admitted : admitted;
     step(trace, "limits", trace.recorded && config?.usageLimits.length ? "reserve usage" : undefined);
     // Settled once: with usage when something was generated; else (a refusal or an upstream error
     // before any output) the reservation is released. Always before the caller has the last byte
     // of its answer, error answers included (the finally below runs before fail() writes one): a
     // caller that sends its next request once it has this answer must never find this request's
     // reservation still held next to its settled usage, or a limit with room refuses it.
+    let settled = false;
     let settling: Promise<void> | undefined;
-    const settle = (usage: TokenUsage | undefined) => (settling ??= ticket.settle(usage, usage && costOfCall(trace, usage)));
+    // A promise only while the step applies it (usage-step.ts): awaited only then.
+    const settle = (usage: TokenUsage | undefined): Promise<void> | undefined => {
+      if (!settled) {
+        settled = true;
+        settling = ticket.settle(usage, usage && costOfCall(trace, usage));
+      }
+      return settling;
+    };
     try {
       const guardrailRequest = { key, config, spec };
-      if (spec.guardrails) {
+      const inputGuardrails = spec.guardrails && hasGuardrails(config, "input");
+      if (inputGuardrails) {
         const redaction = await deps.guardrails.redactInput({ ...guardrailRequest, body, raw });
         if (redaction) raw = redaction.raw;
         if (redaction?.counts) {
@@ -375,7 +388,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         }
         trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body, redaction: redaction?.verdict });
       }
-      step(trace, "guardrails", trace.recorded && spec.guardrails && hasGuardrails(config, "input") ? "input guardrails" : undefined);
+      step(trace, "guardrails", trace.recorded && inputGuardrails ? "input guardrails" : undefined);
 
       const route = resolveRoute(config, model, spec, { random: Math.random, cooldown });
       if (!route.ok) throw route.error;
@@ -414,7 +427,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
             trace.usage = meter.usage;
             trace.tokensEstimated = meter.estimated;
             if (trace.capture) trace.capture.output = meter.text;
-            await finish();
+            const finishing = finish();
+            if (finishing) await finishing;
             if (meter.estimated) trace.log.warn({ usage: meter.usage }, "stream ended before the provider reported usage: counting an estimate");
           }
           return;
@@ -425,6 +439,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         // Generated, so counted, even if the output guardrail blocks it next. Settling runs while
         // the output is checked, and is done before the answer is written.
         // A row's output text comes from the same parse as the usage.
+        const outputGuardrails = spec.guardrails && hasGuardrails(config, "output");
         let answer: unknown;
         if (translation) {
           const parsed = parseAnswer(output);
@@ -438,8 +453,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
           answer = parseAnswer(output);
           trace.usage = usageOfAnswer(answer);
         }
-        const settled = settle(trace.usage);
-        if (spec.guardrails) {
+        const applying = settle(trace.usage);
+        if (outputGuardrails) {
           const checked = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output, answer });
           if (checked.verdict) trace.guardrailVerdict = [trace.guardrailVerdict, checked.verdict].filter(Boolean).join(",");
           if (checked.redacted) {
@@ -447,8 +462,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
             trace.redactions = { ...trace.redactions, output: checked.redacted.counts };
           }
         }
-        await settled;
-        step(trace, "output", trace.recorded && spec.guardrails && hasGuardrails(config, "output") ? "output guardrails" : undefined);
+        if (applying) await applying;
+        step(trace, "output", trace.recorded && outputGuardrails ? "output guardrails" : undefined);
         // What the caller is given (not an answer the output guardrails blocked), as text for the row.
         if (trace.capture && spec.format !== null) trace.capture.output = { answer };
         firstByte();
@@ -459,7 +474,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
         release();
       }
     } finally {
-      await settle(undefined);
+      const releasing = settle(undefined);
+      if (releasing) await releasing;
     }
   }
 
@@ -602,7 +618,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     stream: OutgoingStream,
     meter: StreamMeter,
     firstByte: () => void,
-    finish: () => Promise<void>,
+    finish: () => Promise<void> | undefined,
   ): Promise<boolean> {
     let started = false;
     const start = () => {
@@ -635,19 +651,26 @@ export function createGatewayHandler(deps: PipelineDeps) {
     }
   }
 
-  async function authenticate(req: IncomingMessage, snapshot: GatewaySnapshot): Promise<GatewayKey> {
+  /**
+   * The caller's key: from the snapshot at once, or (a promise) from the database when the
+   * snapshot does not hold it yet. An await of what is already there would cost every request a
+   * turn of the microtask queue (usage-step.ts).
+   */
+  function authenticate(req: IncomingMessage, snapshot: GatewaySnapshot): GatewayKey | Promise<GatewayKey> {
     const secret = bearerToken(headerValue(req, "authorization")) ?? headerValue(req, "x-api-key");
     if (!secret) throw missingApiKey();
     const hash = hashKey(secret);
-    let key = snapshot.keysByHash.get(hash);
-    if (!key) {
-      try {
-        key = (await deps.watcher.lookUpKey(hash)) ?? undefined;
-      } catch (err) {
-        if (err instanceof KeyLookupFailed) throw databaseUnavailable("the API key");
-        throw err;
-      }
-    }
+    const key = snapshot.keysByHash.get(hash);
+    if (key) return usable(key);
+    return deps.watcher.lookUpKey(hash).then(
+      (looked) => usable(looked ?? undefined),
+      (err: unknown) => {
+        throw err instanceof KeyLookupFailed ? databaseUnavailable("the API key") : err;
+      },
+    );
+  }
+
+  function usable(key: GatewayKey | undefined): GatewayKey {
     if (!key) throw invalidApiKey();
     if (key.disabled) throw disabledApiKey();
     return key;

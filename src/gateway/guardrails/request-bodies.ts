@@ -12,6 +12,11 @@ import { WorkerQueueFull, WorkerTimeout, type WorkerPool } from "./worker-pool.t
  */
 const PARSE_INLINE_BYTES = 64 * 1024;
 
+export interface ParsedBody {
+  body: Record<string, unknown> | undefined;
+  raw: Buffer;
+}
+
 /** Reading request bodies: on the event loop when small, in a worker when large. */
 export interface RequestBodies {
   /**
@@ -20,9 +25,10 @@ export interface RequestBodies {
    * same memory, and the one passed in is empty); its object is a stand-in (text.ts `standIn`):
    * the top-level fields the gateway reads, and the caller text, which text.ts returns for it.
    * With `transcript` (a key whose traffic goes to a pipeline), a large body's stand-in also
-   * carries what the pipeline row keeps of it (text.ts `standInTranscript`).
+   * carries what the pipeline row keeps of it (text.ts `standInTranscript`). A small body's
+   * answer comes at once, not as a promise (usage-step.ts says why).
    */
-  parse(raw: Buffer, endpoint: EndpointName, transcript?: boolean): Promise<{ body: Record<string, unknown> | undefined; raw: Buffer }>;
+  parse(raw: Buffer, endpoint: EndpointName, transcript?: boolean): ParsedBody | Promise<ParsedBody>;
   /** The body to send upstream under another model name. */
   withModel(raw: Buffer, body: Record<string, unknown>, model: string): Promise<Buffer>;
   /** The body translated to the provider's format under `model` (formats/translate.ts); a large one in a worker. */
@@ -39,14 +45,10 @@ export interface RequestBodiesOptions {
 export function createRequestBodies(options?: RequestBodiesOptions): RequestBodies {
   const offThread = (raw: Buffer) => (options && raw.length > PARSE_INLINE_BYTES ? options : undefined);
   return {
-    async parse(raw, endpoint, transcript = false) {
+    parse(raw, endpoint, transcript = false) {
       const off = offThread(raw);
       if (!off) return { body: parseObject(raw), raw };
-      // Moved, not copied, when the Buffer is the whole of its memory (as a large one read whole is).
-      const movable = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length && raw.buffer instanceof ArrayBuffer;
-      const job = { kind: "parse", raw, endpoint, maxTextBytes: off.maxTextBytes, transcript } as const;
-      const { summary, raw: back } = await inWorker(() => off.workers.run(job, movable ? [raw.buffer as ArrayBuffer] : []));
-      return { body: summary ? standIn(summary) : undefined, raw: Buffer.from(back.buffer, back.byteOffset, back.byteLength) };
+      return parseInWorker(off, raw, endpoint, transcript);
     },
     async withModel(raw, body, model) {
       const off = offThread(raw);
@@ -62,6 +64,14 @@ export function createRequestBodies(options?: RequestBodiesOptions): RequestBodi
       return { body: Buffer.from(result.raw.buffer, result.raw.byteOffset, result.raw.byteLength), streamUsage: result.streamUsage };
     },
   };
+}
+
+/** A large body, parsed in a worker: moved there, not copied, when the Buffer is the whole of its memory (as a large one read whole is). */
+async function parseInWorker(off: RequestBodiesOptions, raw: Buffer, endpoint: EndpointName, transcript: boolean): Promise<ParsedBody> {
+  const movable = raw.byteOffset === 0 && raw.buffer.byteLength === raw.length && raw.buffer instanceof ArrayBuffer;
+  const job = { kind: "parse", raw, endpoint, maxTextBytes: off.maxTextBytes, transcript } as const;
+  const { summary, raw: back } = await inWorker(() => off.workers.run(job, movable ? [raw.buffer as ArrayBuffer] : []));
+  return { body: summary ? standIn(summary) : undefined, raw: Buffer.from(back.buffer, back.byteOffset, back.byteLength) };
 }
 
 /** A body the workers cannot take now, or not in time, is a capacity problem: 503, retry. */

@@ -3,6 +3,7 @@ import type { GatewayKey, WorkspaceConfig } from "../config/types.ts";
 import { databaseUnavailable, usageLimitReached } from "../dataplane/errors.ts";
 import type { EndpointSpec } from "../endpoints/specs.ts";
 import { callerText } from "../guardrails/text.ts";
+import type { Refusal } from "./slice.ts";
 import type { Hold, Slices } from "./slices.ts";
 import type { LimitUnit, UsageLimit } from "./types.ts";
 import { bundledPriceBook, costOf } from "../cost/price-book.ts";
@@ -19,8 +20,7 @@ export interface LimitStepOptions {
   now?: () => Date;
 }
 
-const noTicket: UsageTicket = { settle: async () => undefined };
-const settled = Promise.resolve();
+const noTicket: UsageTicket = { settle: () => undefined };
 
 /**
  * Usage limits, reserved at admission and settled at completion. A token limit reserves the
@@ -38,7 +38,7 @@ const settled = Promise.resolve();
 export function createLimitStep(options: LimitStepOptions): UsageStep {
   const now = options.now ?? (() => new Date());
   return {
-    async admit({ key, config, spec, body }) {
+    admit({ key, config, spec, body }) {
       const limits = limitsFor(config, key);
       if (limits.length === 0) return noTicket;
       const input = countedInput(spec, body);
@@ -53,24 +53,14 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
       const giveBack = () => {
         for (const { hold } of held) hold.slice.end(hold.amount, 0);
       };
-      for (const unit of UNITS) {
-        const ofUnit = limits.filter((limit) => limit.unit === unit);
-        if (ofUnit.length === 0) continue;
-        let taken = options.slices.take(ofUnit, amounts[unit](), at);
-        if (taken instanceof Promise) {
-          taken = await taken.catch((err: unknown) => {
-            giveBack();
-            // The counters did not answer in time: the spec's 503, which the caller may retry.
-            throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
-          });
-        }
+      const keep = (unit: LimitUnit, taken: Hold | Refusal) => {
         if (!taken.ok) {
           giveBack();
           throw usageLimitReached(taken.limit.period, taken.resetsAt ?? undefined);
         }
         held.push({ unit, hold: taken });
-      }
-      return {
+      };
+      const ticket: UsageTicket = {
         settle(usage, costPicos) {
           // Applied before the caller has its whole answer, so that its next request never finds
           // this call's reservation still held next to the usage it became. Local: the slice
@@ -79,9 +69,34 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
             ? { tokens: usage.inputTokens + usage.outputTokens, usd: costPicos === undefined ? 0 : micros(costPicos), requests: 1 }
             : { tokens: 0, usd: 0, requests: 0 };
           for (const { unit, hold } of held) hold.slice.end(hold.amount, used[unit]);
-          return settled;
+          return undefined;
         },
       };
+      // Unit by unit; only a slice that must ask the store first makes the rest wait for it.
+      const takeFrom = (first: number): UsageTicket | Promise<UsageTicket> => {
+        for (let u = first; u < UNITS.length; u++) {
+          const unit = UNITS[u]!;
+          const ofUnit = limits.filter((limit) => limit.unit === unit);
+          if (ofUnit.length === 0) continue;
+          const taken = options.slices.take(ofUnit, amounts[unit](), at);
+          if (taken instanceof Promise) {
+            return taken.then(
+              (answer) => {
+                keep(unit, answer);
+                return takeFrom(u + 1);
+              },
+              (err: unknown) => {
+                giveBack();
+                // The counters did not answer in time: the spec's 503, which the caller may retry.
+                throw isDatabaseUnavailable(err) ? databaseUnavailable("the usage limits") : err;
+              },
+            );
+          }
+          keep(unit, taken);
+        }
+        return ticket;
+      };
+      return takeFrom(0);
     },
   };
 }

@@ -1,8 +1,7 @@
-import type { Readable } from "node:stream";
 import { Pool } from "undici";
-import { dispatchRequest } from "../../platform/dispatch.ts";
+import { dispatchRequest, type DispatchedAnswer } from "../../platform/dispatch.ts";
 import type { TraceHeaders } from "../../platform/tracing.ts";
-import { readAll, readChunks } from "../../platform/http.ts";
+import { readChunks } from "../../platform/http.ts";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
@@ -34,24 +33,24 @@ export interface UpstreamResponse {
 class UndiciResponse implements UpstreamResponse {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;
-  readonly #body: Readable;
+  readonly #answer: DispatchedAnswer;
   readonly #signal: AbortSignal;
 
-  constructor(status: number, headers: Record<string, string | string[] | undefined>, body: Readable, signal: AbortSignal) {
-    this.status = status;
-    this.headers = headers;
-    this.#body = body;
+  constructor(answer: DispatchedAnswer, signal: AbortSignal) {
+    this.status = answer.statusCode;
+    this.headers = answer.headers;
+    this.#answer = answer;
     this.#signal = signal;
   }
 
   get body(): AsyncIterable<Buffer> {
-    return readChunks(this.#body, (err) => typed(err, "body", this.#signal));
+    return readChunks(this.#answer.body, (err) => typed(err, "body", this.#signal));
   }
 
-  // Without an async iterator: the whole answer is the common case, and iterating a stream
-  // allocates several KB a call (readAll).
+  // Gathered by the dispatch handler, with no stream between: the whole answer is the common case
+  // (dispatch.ts, DispatchedAnswer.bytes).
   bytes(): Promise<Buffer> {
-    return readAll(this.#body).catch((err: unknown) => {
+    return this.#answer.bytes().catch((err: unknown) => {
       throw typed(err, "body", this.#signal);
     });
   }
@@ -124,24 +123,22 @@ export class Upstream {
    * reading a provider error is the caller's business (readProviderError). Transport failures
    * reject with the typed errors of errors.ts.
    */
-  async send(call: UpstreamCall): Promise<UpstreamResponse> {
-    if (this.#apiKey === null) {
-      throw new Error(`Provider '${this.name}' has no API key; check hasApiKey before sending`);
-    }
+  send(call: UpstreamCall): Promise<UpstreamResponse> {
+    if (this.#apiKey === null) return Promise.reject(new Error(`Provider '${this.name}' has no API key; check hasApiKey before sending`));
     const query = this.kind === "azure_openai" ? `?api-version=${encodeURIComponent(this.#apiVersion)}` : "";
-    const response = await dispatchRequest(
-      this.#pool,
-      {
-        method: "POST",
-        path: `${this.#pathPrefix}${this.kind === "azure_openai" ? "/openai" : ""}${call.path}${query}`,
-        headers: this.#headers(this.#apiKey, call.clientHeaders, call.traceHeaders),
-        body: call.body,
+    const options = {
+      method: "POST" as const,
+      path: `${this.#pathPrefix}${this.kind === "azure_openai" ? "/openai" : ""}${call.path}${query}`,
+      headers: this.#headers(this.#apiKey, call.clientHeaders, call.traceHeaders),
+      body: call.body,
+    };
+    // One promise for the call, not an async function's as well.
+    return dispatchRequest(this.#pool, options, call.signal).then(
+      (answer) => new UndiciResponse(answer, call.signal),
+      (err: unknown) => {
+        throw typed(err, "request", call.signal);
       },
-      call.signal,
-    ).catch((err: unknown) => {
-      throw typed(err, "request", call.signal);
-    });
-    return new UndiciResponse(response.statusCode, response.headers, response.body, call.signal);
+    );
   }
 
   /** Waits for calls in flight to finish, then closes the connections. */

@@ -1,6 +1,5 @@
 import { getGlobalDispatcher, type Dispatcher } from "undici";
 import { dispatchRequest, type DispatchedAnswer } from "../../../platform/dispatch.ts";
-import { readAll } from "../../../platform/http.ts";
 
 /**
  * Plug-in: an external HTTP classifier. Each check POSTs `{"text": "..."}` as JSON to the
@@ -95,7 +94,7 @@ export function createHttpClassifier(options: HttpClassifierOptions): HttpClassi
       }
       let raw: string;
       try {
-        raw = (await readAll(response.body)).toString();
+        raw = (await response.bytes()).toString();
       } catch (error) {
         if (signal.aborted) throw new ClassifierError("timeout", `classifier at ${url.origin} did not answer within ${timeoutMs} ms`, { cause: error });
         throw new ClassifierError("network", `classifier at ${url.origin} broke off its answer`, { cause: error });
