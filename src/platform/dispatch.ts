@@ -44,6 +44,8 @@ class Answer implements DispatchedAnswer {
   #held: Buffer[] = [];
   #size = 0;
   #ended = false;
+  /** Whether the connection is paused: a resume costs undici's client a pass over its queue, so it is made only then. */
+  #paused = false;
   #failure: { error: unknown } | undefined;
 
   constructor(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, finish: () => void) {
@@ -58,7 +60,7 @@ class Answer implements DispatchedAnswer {
     if (this.#reading.kind === "whole") throw new Error("the answer's body is already being read whole");
     const stream = new Readable({
       highWaterMark: BODY_HIGH_WATER_MARK,
-      read: () => this.#controller.resume(),
+      read: () => this.#resume(),
       destroy: (err, done) => {
         // Left before its end (the caller went, or stopped reading): the call stops too.
         if (!this.#ended) {
@@ -91,20 +93,20 @@ class Answer implements DispatchedAnswer {
     return new Promise((resolve, reject) => {
       this.#reading = { kind: "whole", maxBytes, resolve, reject };
       // Held up to the high water mark so far: the rest may come now.
-      this.#controller.resume();
+      this.#resume();
     });
   }
 
   data(chunk: Buffer): void {
     const reading = this.#reading;
     if (reading.kind === "stream") {
-      if (!reading.stream.push(chunk)) this.#controller.pause();
+      if (!reading.stream.push(chunk)) this.#pause();
       return;
     }
     this.#held.push(chunk);
     this.#size += chunk.length;
     if (reading.kind === "whole" && this.#size > reading.maxBytes) this.stop(new BodyTooLarge());
-    else if (reading.kind === "undecided" && this.#size >= BODY_HIGH_WATER_MARK) this.#controller.pause();
+    else if (reading.kind === "undecided" && this.#size >= BODY_HIGH_WATER_MARK) this.#pause();
   }
 
   end(): void {
@@ -141,6 +143,18 @@ class Answer implements DispatchedAnswer {
       this.#finish();
     }
     if (reading.kind === "whole") reading.reject(err);
+  }
+
+  #pause(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#controller.pause();
+  }
+
+  #resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#controller.resume();
   }
 
   #whole(): Buffer {

@@ -213,65 +213,71 @@ export function createGatewayHandler(deps: PipelineDeps) {
     if (ownRequestId !== undefined && headerSafe(ownRequestId)) res.setHeader("x-request-id", ownRequestId);
     inFlight += 1;
     deps.metrics?.started();
-    handle(req, res, trace, inFlight, started)
-      .catch((err: unknown) => fail(res, trace, "responses", err))
-      .finally(() => {
-        inFlight -= 1;
-        const latencyMs = Math.round(performance.now() - started);
-        // The access log: one line per request, built only when it is on.
-        // On one logger made for it up front, not the request's child: making a child for every
-        // request costs more than the line itself.
-        if (access?.enabled) access.write(accessLine(req, res.statusCode, latencyMs, trace));
-        if (trace.span) endRequestSpan(tracing!, trace.span, req, res.statusCode, trace);
-        const outcome: CallOutcome = {
-          requestId: trace.requestId,
-          time,
-          endpoint: trace.endpoint,
-          model: trace.model ?? null,
-          provider: trace.provider ?? null,
-          status: res.statusCode,
-          errorType: trace.errorType ?? null,
-          latencyMs,
-          ttfbMs: trace.ttfbMs ?? null,
-          guardrailVerdict: trace.guardrailVerdict ?? null,
-        };
-        const cost = trace.usage ? costOfCall(trace, trace.usage) : undefined;
-        deps.requestLog.record({
-          ...outcome,
-          ...keyColumns(trace),
-          inputTokens: trace.usage?.inputTokens ?? 0,
-          outputTokens: trace.usage?.outputTokens ?? 0,
-          cachedInputTokens: trace.usage?.cachedInputTokens ?? 0,
-          costUsd: cost === undefined ? null : dollarsText(cost),
-          tokensEstimated: trace.tokensEstimated ?? false,
-          redactions: trace.redactions ?? null,
-        });
-        deps.metrics?.ended({
-          endpoint: trace.endpoint,
-          provider: trace.provider ?? null,
-          model: trace.model ?? null,
-          status: res.statusCode,
-          errorType: trace.errorType ?? null,
-          latencyMs: performance.now() - started,
-          ttfbMs: trace.ttfbMs ?? null,
-          usage: trace.usage,
-          overheadMs: trace.overheadMs ?? null,
-          refusal: trace.refusal,
-          costPicos: cost,
-        });
-        if (trace.capture && trace.key && deps.traffic) {
-          deps.traffic.record({
-            ...outcome,
-            pipelineId: trace.capture.pipelineId,
-            sessionId: headerValue(req, "x-session-id") ?? null,
-            keyId: trace.key.id,
-            userId: trace.key.userId,
-            usage: trace.usage,
-            body: trace.capture.body,
-            output: trace.capture.output,
-          });
-        }
+    const ended = () => {
+      inFlight -= 1;
+      const latencyMs = Math.round(performance.now() - started);
+      // The access log: one line per request, built only when it is on.
+      // On one logger made for it up front, not the request's child: making a child for every
+      // request costs more than the line itself.
+      if (access?.enabled) access.write(accessLine(req, res.statusCode, latencyMs, trace));
+      if (trace.span) endRequestSpan(tracing!, trace.span, req, res.statusCode, trace);
+      const outcome: CallOutcome = {
+        requestId: trace.requestId,
+        time,
+        endpoint: trace.endpoint,
+        model: trace.model ?? null,
+        provider: trace.provider ?? null,
+        status: res.statusCode,
+        errorType: trace.errorType ?? null,
+        latencyMs,
+        ttfbMs: trace.ttfbMs ?? null,
+        guardrailVerdict: trace.guardrailVerdict ?? null,
+      };
+      const cost = trace.usage ? costOfCall(trace, trace.usage) : undefined;
+      deps.requestLog.record({
+        ...outcome,
+        ...keyColumns(trace),
+        inputTokens: trace.usage?.inputTokens ?? 0,
+        outputTokens: trace.usage?.outputTokens ?? 0,
+        cachedInputTokens: trace.usage?.cachedInputTokens ?? 0,
+        costUsd: cost === undefined ? null : dollarsText(cost),
+        tokensEstimated: trace.tokensEstimated ?? false,
+        redactions: trace.redactions ?? null,
       });
+      deps.metrics?.ended({
+        endpoint: trace.endpoint,
+        provider: trace.provider ?? null,
+        model: trace.model ?? null,
+        status: res.statusCode,
+        errorType: trace.errorType ?? null,
+        latencyMs: performance.now() - started,
+        ttfbMs: trace.ttfbMs ?? null,
+        usage: trace.usage,
+        overheadMs: trace.overheadMs ?? null,
+        refusal: trace.refusal,
+        costPicos: cost,
+      });
+      if (trace.capture && trace.key && deps.traffic) {
+        deps.traffic.record({
+          ...outcome,
+          pipelineId: trace.capture.pipelineId,
+          sessionId: headerValue(req, "x-session-id") ?? null,
+          keyId: trace.key.id,
+          userId: trace.key.userId,
+          usage: trace.usage,
+          body: trace.capture.body,
+          output: trace.capture.output,
+        });
+      }
+    };
+    // One promise for the request's end, not a catch's and a finally's.
+    handle(req, res, trace, inFlight, started).then(ended, (err: unknown) => {
+      try {
+        fail(res, trace, "responses", err);
+      } finally {
+        ended();
+      }
+    });
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse, trace: Trace, inFlightNow: number, started: number): Promise<void> {
@@ -327,9 +333,12 @@ export function createGatewayHandler(deps: PipelineDeps) {
     else res.once("close", () => {
       if (!res.writableFinished) abort.abort();
     });
-    const received = await readBody(req, deps.maxBodyBytes).catch((err: unknown) => {
+    let received: Buffer;
+    try {
+      received = await readBody(req, deps.maxBodyBytes);
+    } catch (err) {
       throw err instanceof BodyTooLarge ? bodyTooLarge(deps.maxBodyBytes) : err;
-    });
+    }
     // A large body is parsed in a worker, and comes back as `raw` (a promise); a small one at once.
     const parsing = bodies.parse(received, spec.name, trace.capture !== undefined);
     const parsed = parsing instanceof Promise ? await parsing : parsing;
@@ -499,7 +508,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
     let failure: unknown;
     let span: Span | undefined;
     let attemptStarted = performance.now();
-    for (const [i, attempt] of attempts.entries()) {
+    for (let i = 0; i < attempts.length; i++) {
+      const attempt = attempts[i]!;
       if (i > 0) recordSuperseded(trace, failure, Math.round(performance.now() - attemptStarted));
       attemptStarted = performance.now();
       const provider = attempt.provider;
