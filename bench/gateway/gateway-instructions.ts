@@ -26,6 +26,10 @@
  * `bare proxy` (no variables: `bare proxy=;all off=…`) counts the bench's bare proxy
  * (bare-proxy.ts) instead of a gateway, over the same calls: the floor that issue 14's goals are
  * shares of, and against it, by function, where the gateway's own instructions go.
+ * BENCH_INSTRUCTIONS_CALL: `plain` (the default) or `conversation` (the 20-message conversation
+ * of 8 KB, its last message new on every call, as `npm run bench:ab` sends it).
+ * BENCH_INSTRUCTIONS_LIMITS=1: the gateways' calls use a key whose user and group have daily
+ * token limits too, each far above what the run uses (the checks bench's limited key).
  * BENCH_INSTRUCTIONS_PROCESSES (1) processes of each setting are counted, each with its own
  * start: with more than one, a setting's figure is their mean, and each process's is printed
  * beside it. Two processes are counted at a time. Needs valgrind; takes about two
@@ -39,15 +43,18 @@ import { Pool } from "undici";
 import { root, waitUntilServed, withHarness, type Harness } from "./harness.ts";
 import { callOnce, closedLoop, responsesPath, type Target } from "./load.ts";
 import { startCollector } from "./observability.ts";
-import { requestBody, variedModel } from "./payloads.ts";
+import { conversationBody, requestBody, variedModel } from "./payloads.ts";
 import type { FromChild } from "./ipc.ts";
 import { freePort } from "./processes.ts";
-import { configureGateway, providerApiKey } from "./setup.ts";
+import { addLimitedKey, configureGateway, providerApiKey } from "./setup.ts";
 
 const warmup = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? "20000");
 const calls = Number(process.env.BENCH_INSTRUCTIONS_CALLS ?? "4000");
 const top = Number(process.env.BENCH_INSTRUCTIONS_TOP ?? "0");
 const processes = Number(process.env.BENCH_INSTRUCTIONS_PROCESSES ?? "1");
+const callKind = process.env.BENCH_INSTRUCTIONS_CALL ?? "plain";
+const limited = process.env.BENCH_INSTRUCTIONS_LIMITS === "1";
+if (callKind !== "plain" && callKind !== "conversation") throw new Error(`BENCH_INSTRUCTIONS_CALL must be plain or conversation, got "${callKind}"`);
 if (!Number.isInteger(processes) || processes < 1) throw new Error(`BENCH_INSTRUCTIONS_PROCESSES must be a positive integer, got "${process.env.BENCH_INSTRUCTIONS_PROCESSES}"`);
 const concurrency = 64;
 const allOff = "OTEL_SDK_DISABLED=true,WARDEN_GATEWAY_METRICS=false,WARDEN_ACCESS_LOG=false";
@@ -135,7 +142,7 @@ async function count(h: Harness, setting: Setting, n: number, providerUrl: strin
   const secret = bare ? providerApiKey : gatewayKey;
   const target: Target = { name: setting.name, origin: "", headers: { "content-type": "application/json", authorization: `Bearer ${secret}` }, path: responsesPath };
   let sequence = 0;
-  const body = () => requestBody(variedModel, false, `Say hello in one short sentence. (${sequence++})`);
+  const body = () => (callKind === "conversation" ? conversationBody(variedModel, sequence++) : requestBody(variedModel, false, `Say hello in one short sentence. (${sequence++})`));
   const bytes = await firstAnswer(pool, target, body, () => stderr);
   const once = () => callOnce(pool, target, body(), bytes);
   await closedLoop(warmup, concurrency, once);
@@ -246,7 +253,8 @@ await withHarness(
     const provider = await h.startProvider();
     const collector = await startCollector();
     h.defer(() => collector.close());
-    const { key } = await configureGateway(h.admin, provider.url);
+    const configured = await configureGateway(h.admin, provider.url);
+    const key = limited ? await addLimitedKey(h.admin, "instructions-limited", 1e15) : configured.key;
     const out = mkdtempSync(path.join(tmpdir(), "warden-instructions-"));
     const list = settings(process.env.BENCH_INSTRUCTIONS_SETTINGS ?? defaults, collector.url);
     // Each setting's processes one after another in the list, so that a pair counted together is
@@ -256,7 +264,7 @@ await withHarness(
     for (let i = 0; i < runs.length; i += 2) counted.push(...(await Promise.all(runs.slice(i, i + 2).map((r) => count(h, r.setting, r.n, provider.url, key.secret, out)))));
     const of = (setting: Setting) => counted.filter((c) => c.name === setting.name);
     console.log(
-      `Instructions a call, ${calls} plain calls at c=${concurrency} after ${warmup} uncounted, ${processes} process(es) a setting; callgrind files in ${out}`,
+      `Instructions a call, ${calls} ${callKind} calls${limited ? " under three token limits" : ""} at c=${concurrency} after ${warmup} uncounted, ${processes} process(es) a setting; callgrind files in ${out}`,
     );
     // The main thread's count, and every thread's: V8 still compiles now and then after the
     // warm-up, on its helper thread, and that is most of what moves between two processes.

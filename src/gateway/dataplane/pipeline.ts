@@ -330,7 +330,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
     // slots for the whole provider call, or for ever when it waited to write to them).
     const abort = new AbortController();
     if (res.destroyed) abort.abort();
-    else res.once("close", () => {
+    // `on`, not `once`: a response closes once, and `once` would wrap the listener and take it off.
+    else res.on("close", () => {
       if (!res.writableFinished) abort.abort();
     });
     let received: Buffer;
