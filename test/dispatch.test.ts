@@ -1,5 +1,5 @@
 /**
- * The dispatch handler's answer body (src/platform/dispatch.ts), read whole or as a stream,
+ * The dispatch handler's answer body (src/platform/dispatch.ts), read whole or chunk by chunk,
  * before or after it has all arrived, against a server on loopback.
  */
 import http from "node:http";
@@ -8,6 +8,7 @@ import { Pool } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { dispatchRequest } from "../src/platform/dispatch.ts";
 import { BodyTooLarge } from "../src/platform/http.ts";
+import { drain } from "./support/drain.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -55,26 +56,71 @@ describe("a dispatched answer's body", () => {
     expect((await late.bytes()).toString()).toBe("one,two,three");
   });
 
-  it("is read as a stream from its first byte when the stream is asked for after it arrived", async () => {
+  it("is read chunk by chunk, in order, as it arrives or from its first byte after it arrived", async () => {
     const { send } = await serve(inPieces);
-    const answer = await send();
+    expect(await drain((await send()).chunks())).toEqual({ text: ["one,", "two,", "three"], error: undefined });
+    const late = await send();
     await tick();
-    const chunks: string[] = [];
-    for await (const chunk of answer.body) chunks.push(String(chunk));
-    expect(chunks.join("")).toBe("one,two,three");
+    expect(await drain(late.chunks())).toEqual({ text: ["one,", "two,", "three"], error: undefined });
   });
 
   it("is read one way only", async () => {
     const { send } = await serve(inPieces);
     const whole = await send();
     const read = whole.bytes();
-    expect(() => whole.body).toThrow("the answer's body is already being read whole");
+    expect(() => whole.chunks()).toThrow("the answer's body is already being read");
     await expect(whole.bytes()).rejects.toThrow("the answer's body is already being read");
     expect((await read).toString()).toBe("one,two,three");
-    const streamed = await send();
-    expect(streamed.body).toBe(streamed.body);
-    await expect(streamed.bytes()).rejects.toThrow("the answer's body is already being read");
-    streamed.body.destroy();
+    const chunked = await send();
+    const chunks = chunked.chunks();
+    await expect(chunked.bytes()).rejects.toThrow("the answer's body is already being read");
+    expect(await drain(chunks)).toEqual({ text: ["one,", "two,", "three"], error: undefined });
+  });
+
+  it("holds the server back while a chunk reader is behind, and gives every chunk once it reads", async () => {
+    // 16 MB in 64 KB writes: far more than the socket buffers and the 16 chunks held before a pause.
+    const total = 16 * 1024 * 1024;
+    const piece = Buffer.alloc(64 * 1024, "a");
+    let sent = 0;
+    let waiting = false;
+    const { send } = await serve((res) => {
+      res.writeHead(200);
+      const pump = (): void => {
+        waiting = false;
+        while (sent < total) {
+          sent += piece.length;
+          if (!res.write(piece)) {
+            waiting = true;
+            res.once("drain", pump);
+            return;
+          }
+        }
+        res.end();
+      };
+      pump();
+    });
+    const chunks = (await send()).chunks();
+    const first = await chunks.next();
+    let received = first.done ? 0 : first.value.length;
+    for (let last = -1; sent < total && !(waiting && sent === last); await tick()) last = sent;
+    expect(sent).toBeLessThan(total / 2);
+    for await (const chunk of chunks) received += chunk.length;
+    expect(received).toBe(total);
+  });
+
+  it("left by its chunk reader before its end, stops the call", async () => {
+    const { send, connectionClosed } = await serve((res) => {
+      res.writeHead(200);
+      res.write("first");
+      // Never ended: only the reader's leaving closes the call.
+    });
+    const chunks = (await send()).chunks();
+    for await (const chunk of chunks) {
+      expect(chunk.toString()).toBe("first");
+      break;
+    }
+    await connectionClosed;
+    expect(await chunks.next()).toEqual({ done: true, value: undefined });
   });
 
   it("past its cap, read whole: BodyTooLarge, and the call is stopped", async () => {
@@ -118,9 +164,37 @@ describe("a dispatched answer's body", () => {
     const second = await serve(broken);
     const answer = await second.send();
     await tick();
-    const read = (async () => {
-      for await (const _chunk of answer.body);
-    })();
-    await expect(read).rejects.toMatchObject({ code: "UND_ERR_SOCKET" });
+    expect((await drain(answer.chunks())).error).toMatchObject({ code: "UND_ERR_SOCKET" });
+  });
+
+  it("broken off while read chunk by chunk: the chunks before it, then the error as mapError typed it, once", async () => {
+    const { send } = await serve((res) => {
+      res.writeHead(200, { "content-length": "100" });
+      res.write("a");
+      setImmediate(() => {
+        res.write("b");
+        setImmediate(() => res.socket?.destroy());
+      });
+    });
+    const chunks = (await send()).chunks((err) => new Error(`typed: ${(err as { code?: string }).code}`));
+    const { text, error } = await drain(chunks);
+    expect(text.join("")).toBe("ab");
+    expect((error as Error).message).toBe("typed: UND_ERR_SOCKET");
+    expect(await chunks.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it("the caller's signal aborted while it is read chunk by chunk: rejects with the reason as mapError typed it", async () => {
+    const { send, connectionClosed } = await serve((res) => {
+      res.writeHead(200);
+      res.write("partial");
+    });
+    const controller = new AbortController();
+    const chunks = (await send(controller.signal)).chunks((err) => ({ typed: err }));
+    expect(String((await chunks.next()).value)).toBe("partial");
+    const reading = chunks.next();
+    const reason = new Error("the caller left");
+    controller.abort(reason);
+    await expect(reading).rejects.toEqual({ typed: reason });
+    await connectionClosed;
   });
 });

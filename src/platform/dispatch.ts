@@ -1,38 +1,47 @@
-import { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { BodyTooLarge } from "./http.ts";
 
 /**
  * An answer as it starts: its status and headers, and its body as it arrives, read one way, once:
- * as a stream (`body`) or whole (`bytes()`).
+ * chunk by chunk (`chunks()`) or whole (`bytes()`).
  */
 export interface DispatchedAnswer {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
-  /** The body as a stream, made when first asked for; it pauses the connection while its reader is behind. */
-  readonly body: Readable;
   /**
-   * The whole body, gathered without a stream between: a Readable costs a non-streamed call the
-   * stream's machinery and a dozen turns of the tick queue (docs/performance.md, "The gateway
-   * against the bare proxy"). Past `maxBytes` it rejects with BodyTooLarge and stops the call.
+   * The body chunk by chunk, from its first byte. An error (the call's, or the caller's signal's
+   * reason) rejects `next()` once `mapError` has typed it, after every chunk that came before it;
+   * `return()` (an abandoned `for await`) stops the call. While the reader is behind, the
+   * connection is paused, so that what is held stays bounded.
    */
+  chunks(mapError?: (err: unknown) => unknown): AsyncIterableIterator<Buffer>;
+  /** The whole body. Past `maxBytes` it rejects with BodyTooLarge and stops the call. */
   bytes(maxBytes?: number): Promise<Buffer>;
 }
 
-/** As undici's own response bodies: a read of at most this much is buffered before the connection pauses. */
+/** Held before a reader chooses, in bytes: as undici's own response bodies, then the connection pauses. */
 const BODY_HIGH_WATER_MARK = 64 * 1024;
+/** Chunks a chunk reader may leave waiting before the connection pauses, and left when it resumes. */
+const HELD_CHUNKS_HIGH = 16;
+const HELD_CHUNKS_LOW = 4;
 
 const noop = (): void => undefined;
+const asIs = (err: unknown): unknown => err;
 
-/** How the body is being read: not yet (what arrives is held), as a stream, or whole. */
+type Waiting = { resolve: (result: IteratorResult<Buffer, undefined>) => void; reject: (err: unknown) => void };
+
+/** How the body is being read: not yet (what arrives is held), chunk by chunk, or whole. */
 type Reading =
   | { kind: "undecided" }
-  | { kind: "stream"; stream: Readable }
+  | { kind: "chunks"; mapError: (err: unknown) => unknown; waiting: Waiting | undefined }
   | { kind: "whole"; maxBytes: number; resolve: (body: Buffer) => void; reject: (err: unknown) => void };
 
 /**
- * One answer's body. Until its reader says how it reads, what arrives is held (up to the high
- * water mark, then the connection pauses); a stream asked for later starts with what was held.
+ * One answer's body, fed by the handler's events and read without a stream between: a
+ * `Readable` cost every call the stream's machinery and a dozen turns of the tick queue, and
+ * iterating one (`for await`) an iterator step and promises per chunk (docs/performance.md,
+ * "The gateway against the bare proxy, by instruction"). Until its reader says how it reads,
+ * what arrives is held (up to the high water mark, then the connection pauses).
  */
 class Answer implements DispatchedAnswer {
   readonly statusCode: number;
@@ -43,9 +52,11 @@ class Answer implements DispatchedAnswer {
   #reading: Reading = { kind: "undecided" };
   #held: Buffer[] = [];
   #size = 0;
+  /** No more data will come: the call ended, failed or was stopped. */
   #ended = false;
   /** Whether the connection is paused: a resume costs undici's client a pass over its queue, so it is made only then. */
   #paused = false;
+  /** Why the call failed or stopped, until its reader is told (once). */
   #failure: { error: unknown } | undefined;
 
   constructor(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, finish: () => void) {
@@ -55,28 +66,41 @@ class Answer implements DispatchedAnswer {
     this.#finish = finish;
   }
 
-  get body(): Readable {
-    if (this.#reading.kind === "stream") return this.#reading.stream;
-    if (this.#reading.kind === "whole") throw new Error("the answer's body is already being read whole");
-    const stream = new Readable({
-      highWaterMark: BODY_HIGH_WATER_MARK,
-      read: () => this.#resume(),
-      destroy: (err, done) => {
-        // Left before its end (the caller went, or stopped reading): the call stops too.
-        if (!this.#ended) {
-          this.#ended = true;
-          this.#controller.abort(err ?? new Error("the answer was abandoned"));
-          this.#finish();
+  chunks(mapError: (err: unknown) => unknown = asIs): AsyncIterableIterator<Buffer> {
+    if (this.#reading.kind !== "undecided") throw new Error("the answer's body is already being read");
+    const reading: Reading = { kind: "chunks", mapError, waiting: undefined };
+    this.#reading = reading;
+    if (this.#failure) this.#failure = { error: mapError(this.#failure.error) };
+    if (this.#held.length < HELD_CHUNKS_HIGH) this.#resume();
+    const iterator: AsyncIterableIterator<Buffer> = {
+      next: () => {
+        const held = this.#held;
+        if (held.length > 0) {
+          const value = held.shift()!;
+          if (held.length <= HELD_CHUNKS_LOW) this.#resume();
+          return Promise.resolve({ done: false, value });
         }
-        done(err);
+        const failure = this.#failure;
+        if (failure) {
+          // Reported once, after every chunk that came before it.
+          this.#failure = undefined;
+          return Promise.reject(failure.error);
+        }
+        if (this.#ended) return Promise.resolve({ done: true, value: undefined });
+        return new Promise((resolve, reject) => {
+          reading.waiting = { resolve, reject };
+        });
       },
-    });
-    this.#reading = { kind: "stream", stream };
-    for (const chunk of this.#held) stream.push(chunk);
-    this.#held = [];
-    if (this.#failure) stream.destroy(this.#failure.error as Error);
-    else if (this.#ended) stream.push(null);
-    return stream;
+      return: () => {
+        this.#held = [];
+        this.#failure = undefined;
+        // Left before its end (the caller went, or stopped reading): the call stops too.
+        if (!this.#ended) this.#stopCall(new Error("the answer was abandoned"));
+        return Promise.resolve({ done: true, value: undefined });
+      },
+      [Symbol.asyncIterator]: () => iterator,
+    };
+    return iterator;
   }
 
   bytes(maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
@@ -92,15 +116,22 @@ class Answer implements DispatchedAnswer {
     }
     return new Promise((resolve, reject) => {
       this.#reading = { kind: "whole", maxBytes, resolve, reject };
-      // Held up to the high water mark so far: the rest may come now.
       this.#resume();
     });
   }
 
   data(chunk: Buffer): void {
+    if (this.#ended) return;
     const reading = this.#reading;
-    if (reading.kind === "stream") {
-      if (!reading.stream.push(chunk)) this.#pause();
+    if (reading.kind === "chunks") {
+      const waiting = reading.waiting;
+      if (waiting) {
+        reading.waiting = undefined;
+        waiting.resolve({ done: false, value: chunk });
+        return;
+      }
+      this.#held.push(chunk);
+      if (this.#held.length >= HELD_CHUNKS_HIGH) this.#pause();
       return;
     }
     this.#held.push(chunk);
@@ -110,39 +141,53 @@ class Answer implements DispatchedAnswer {
   }
 
   end(): void {
+    if (this.#ended) return;
     this.#ended = true;
     const reading = this.#reading;
-    if (reading.kind === "stream") reading.stream.push(null);
-    else if (reading.kind === "whole") reading.resolve(this.#whole());
+    if (reading.kind === "whole") reading.resolve(this.#whole());
+    else if (reading.kind === "chunks" && reading.waiting) {
+      const waiting = reading.waiting;
+      reading.waiting = undefined;
+      waiting.resolve({ done: true, value: undefined });
+    }
   }
 
   /** The reader or the caller's signal stops the call (`reason`): the reader learns it, now or when it reads. */
   stop(reason: unknown): void {
-    this.#fail(reason, true);
+    if (this.#ended) return;
+    this.#stopCall(reason);
+    this.#failed(reason);
   }
 
   /** undici says the call failed: over, nothing to stop. */
   failed(err: unknown): void {
-    this.#fail(err, false);
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#failed(err);
   }
 
-  #fail(err: unknown, stop: boolean): void {
-    if (!stop) this.#ended = true;
+  #failed(err: unknown): void {
     const reading = this.#reading;
-    if (reading.kind === "stream") {
-      // Its destroy stops the call when it has not ended.
-      if (!reading.stream.destroyed) reading.stream.destroy(err as Error);
+    if (reading.kind === "whole") {
+      this.#held = [];
+      reading.reject(err);
       return;
     }
-    if (this.#failure || (reading.kind === "whole" && this.#ended && stop)) return;
-    this.#failure = { error: err };
-    this.#held = [];
-    if (!this.#ended) {
-      this.#ended = true;
-      this.#controller.abort(err as Error);
-      this.#finish();
+    const error = reading.kind === "chunks" ? reading.mapError(err) : err;
+    if (reading.kind === "chunks" && reading.waiting) {
+      const waiting = reading.waiting;
+      reading.waiting = undefined;
+      waiting.reject(error);
+      return;
     }
-    if (reading.kind === "whole") reading.reject(err);
+    if (reading.kind === "undecided") this.#held = [];
+    this.#failure = { error };
+  }
+
+  #stopCall(reason: unknown): void {
+    this.#ended = true;
+    this.#controller.abort(reason as Error);
+    this.#finish();
   }
 
   #pause(): void {
@@ -152,7 +197,7 @@ class Answer implements DispatchedAnswer {
   }
 
   #resume(): void {
-    if (!this.#paused) return;
+    if (!this.#paused || this.#ended) return;
     this.#paused = false;
     this.#controller.resume();
   }

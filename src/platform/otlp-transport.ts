@@ -4,6 +4,7 @@ import { OTLPExporterError, type ExportResponse, type IExporterTransport } from 
 import type { convertLegacyHttpOptions } from "@opentelemetry/otlp-exporter-base/node-http";
 import { Pool } from "undici";
 import { dispatchRequest } from "./dispatch.ts";
+import { BodyTooLarge } from "./http.ts";
 
 /** The exporter's settings, as the SDK merges them from Warden's and the OTEL_EXPORTER_OTLP_* variables. */
 export type OtlpHttpOptions = ReturnType<typeof convertLegacyHttpOptions>;
@@ -82,20 +83,15 @@ export class OtlpHttpTransport implements IExporterTransport {
     const signal = AbortSignal.timeout(Math.max(1, timeoutMillis));
     try {
       const answer = await dispatchRequest(this.#pool, { method: "POST", path: `${this.#url.pathname}${this.#url.search}`, headers, body }, signal);
-      const chunks: Buffer[] = [];
-      let length = 0;
-      for await (const chunk of answer.body as AsyncIterable<Buffer>) {
-        length += chunk.length;
-        if (length > MAX_ANSWER_BYTES) {
-          answer.body.destroy();
-          return { status: "failure", error: new Error(`OTLP export response body exceeded size limit of ${MAX_ANSWER_BYTES} bytes`) };
-        }
-        chunks.push(chunk);
-      }
+      const data = await answer.bytes(MAX_ANSWER_BYTES).catch((err: unknown) => {
+        if (err instanceof BodyTooLarge) return undefined;
+        throw err;
+      });
+      if (data === undefined) return { status: "failure", error: new Error(`OTLP export response body exceeded size limit of ${MAX_ANSWER_BYTES} bytes`) };
       const status = answer.statusCode;
-      if (status <= 299) return { status: "success", data: Buffer.concat(chunks) };
+      if (status <= 299) return { status: "success", data };
       if (RETRIED_STATUSES.has(status)) return { status: "retryable", retryInMillis: retryAfterMs(answer.headers["retry-after"]) };
-      return { status: "failure", error: new OTLPExporterError(`the collector answered ${status}`, status, Buffer.concat(chunks).toString()) };
+      return { status: "failure", error: new OTLPExporterError(`the collector answered ${status}`, status, data.toString()) };
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       if (signal.aborted) return { status: "retryable", error: new Error("Request timed out") };

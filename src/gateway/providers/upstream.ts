@@ -1,7 +1,6 @@
 import { Pool } from "undici";
 import { dispatchRequest, type DispatchedAnswer } from "../../platform/dispatch.ts";
 import type { TraceHeaders } from "../../platform/tracing.ts";
-import { readChunks } from "../../platform/http.ts";
 import type { ProviderConfig, ProviderKind } from "../config/types.ts";
 import { classifyUpstreamError, type UpstreamPhase } from "./errors.ts";
 
@@ -44,7 +43,7 @@ class UndiciResponse implements UpstreamResponse {
   }
 
   get body(): AsyncIterable<Buffer> {
-    return readChunks(this.#answer.body, (err) => typed(err, "body", this.#signal));
+    return this.#answer.chunks((err) => typed(err, "body", this.#signal));
   }
 
   // Gathered by the dispatch handler, with no stream between: the whole answer is the common case
