@@ -108,6 +108,21 @@ describe("the price book", () => {
     expect(dearer.highestPriceOf("gpt-4o-mini")).toEqual({ input: 150_000, output: 600_000, cachedInput: 75_000 });
     expect(dearer.highestPriceOf("no-such-model")).toBeUndefined();
   });
+
+  it("answers the same when asked again, past the models it remembers, for each provider apart", () => {
+    const micro = (usd: number) => Math.round(usd * 1e6);
+    const azure = { input: micro(1), output: micro(2), cachedInput: micro(1) };
+    const book = new PriceBook([{ providerName: "azure", model: "gpt-4o", price: azure }]);
+    const mini = { input: 150_000, output: 600_000, cachedInput: 75_000 };
+    for (let round = 0; round < 3; round++) {
+      expect(book.priceOf("azure", "gpt-4o")).toEqual(azure);
+      expect(book.priceOf("openai", "gpt-4o")).toEqual({ input: 2_500_000, output: 10_000_000, cachedInput: 1_250_000 });
+      expect(book.priceOf(undefined, "gpt-4o-mini")).toEqual(mini);
+      expect(book.priceOf("azure", "no-such-model")).toBeUndefined();
+      // 1,100 unknown models, as callers may send: more than a provider's memo holds (1,024).
+      for (let i = 0; i < 1_100; i++) expect(book.priceOf("azure", `unknown-${round}-${i}`)).toBeUndefined();
+    }
+  });
 });
 
 describe("the cost of gateway calls", () => {

@@ -30,6 +30,8 @@
  * of 8 KB, its last message new on every call, as `npm run bench:ab` sends it).
  * BENCH_INSTRUCTIONS_LIMITS=1: the gateways' calls use a key whose user and group have daily
  * token limits too, each far above what the run uses (the checks bench's limited key).
+ * BENCH_INSTRUCTIONS_GUARDRAILS=1: the six default guardrails (PII, prompt injection, content
+ * safety, on input and on output) are on, workspace-wide.
  * BENCH_INSTRUCTIONS_PROCESSES (1) processes of each setting are counted, each with its own
  * start: with more than one, a setting's figure is their mean, and each process's is printed
  * beside it. Two processes are counted at a time. Needs valgrind; takes about two
@@ -46,7 +48,7 @@ import { startCollector } from "./observability.ts";
 import { conversationBody, requestBody, variedModel } from "./payloads.ts";
 import type { FromChild } from "./ipc.ts";
 import { freePort } from "./processes.ts";
-import { addLimitedKey, configureGateway, providerApiKey } from "./setup.ts";
+import { addLimitedKey, configureGateway, expectStatus, providerApiKey } from "./setup.ts";
 
 const warmup = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? "20000");
 const calls = Number(process.env.BENCH_INSTRUCTIONS_CALLS ?? "4000");
@@ -54,6 +56,7 @@ const top = Number(process.env.BENCH_INSTRUCTIONS_TOP ?? "0");
 const processes = Number(process.env.BENCH_INSTRUCTIONS_PROCESSES ?? "1");
 const callKind = process.env.BENCH_INSTRUCTIONS_CALL ?? "plain";
 const limited = process.env.BENCH_INSTRUCTIONS_LIMITS === "1";
+const guarded = process.env.BENCH_INSTRUCTIONS_GUARDRAILS === "1";
 if (callKind !== "plain" && callKind !== "conversation") throw new Error(`BENCH_INSTRUCTIONS_CALL must be plain or conversation, got "${callKind}"`);
 if (!Number.isInteger(processes) || processes < 1) throw new Error(`BENCH_INSTRUCTIONS_PROCESSES must be a positive integer, got "${process.env.BENCH_INSTRUCTIONS_PROCESSES}"`);
 const concurrency = 64;
@@ -255,6 +258,11 @@ await withHarness(
     h.defer(() => collector.close());
     const configured = await configureGateway(h.admin, provider.url);
     const key = limited ? await addLimitedKey(h.admin, "instructions-limited", 1e15) : configured.key;
+    if (guarded) {
+      for (const kind of ["pii", "prompt_injection", "content_safety"]) {
+        for (const stage of ["input", "output"]) await expectStatus(h.admin, "POST", "/v1/gateway/guardrails", 201, { kind, stage, enabled: true });
+      }
+    }
     const out = mkdtempSync(path.join(tmpdir(), "warden-instructions-"));
     const list = settings(process.env.BENCH_INSTRUCTIONS_SETTINGS ?? defaults, collector.url);
     // Each setting's processes one after another in the list, so that a pair counted together is
@@ -264,7 +272,7 @@ await withHarness(
     for (let i = 0; i < runs.length; i += 2) counted.push(...(await Promise.all(runs.slice(i, i + 2).map((r) => count(h, r.setting, r.n, provider.url, key.secret, out)))));
     const of = (setting: Setting) => counted.filter((c) => c.name === setting.name);
     console.log(
-      `Instructions a call, ${calls} ${callKind} calls${limited ? " under three token limits" : ""} at c=${concurrency} after ${warmup} uncounted, ${processes} process(es) a setting; callgrind files in ${out}`,
+      `Instructions a call, ${calls} ${callKind} calls${limited ? " under three token limits" : ""}${guarded ? ", the six guardrails on" : ""} at c=${concurrency} after ${warmup} uncounted, ${processes} process(es) a setting; callgrind files in ${out}`,
     );
     // The main thread's count, and every thread's: V8 still compiles now and then after the
     // warm-up, on its helper thread, and that is most of what moves between two processes.

@@ -39,6 +39,9 @@ export function modelFamily(model: string): string {
 
 const bundled = new Map(bundledPrices.map((list) => [list.model, priceOf(list)]));
 
+/** Models whose price one book remembers per provider (priceOf). */
+const MEMO_MODELS = 1_024;
+
 /**
  * The prices one workspace pays. For a call to `model` on the provider named `providerName`, the
  * first that exists wins: the workspace's price for that provider and model, its price for the
@@ -60,8 +63,28 @@ export class PriceBook {
     return `${providerName ?? ""}\u0000${model}`;
   }
 
+  /**
+   * What priceOf found, by provider name (undefined: any provider) and model. A call asks twice
+   * (settling its limits, then its row), and each asking made up to six keys by concatenation
+   * and looked each up: 3k instructions a call (docs/performance.md, "The gateway against the
+   * bare proxy, by instruction"). The book never changes (a new snapshot makes a new one); a
+   * provider's models are cleared past MEMO_MODELS, as the model names come from callers.
+   */
+  readonly #memo = new Map<string | undefined, Map<string, Price | null>>();
+
   /** Undefined when no price is known: the call's cost is then unknown (null in the request log). */
   priceOf(providerName: string | undefined, model: string): Price | undefined {
+    let models = this.#memo.get(providerName);
+    if (models === undefined) this.#memo.set(providerName, (models = new Map()));
+    const known = models.get(model);
+    if (known !== undefined) return known ?? undefined;
+    const price = this.#find(providerName, model);
+    if (models.size >= MEMO_MODELS) models.clear();
+    models.set(model, price ?? null);
+    return price;
+  }
+
+  #find(providerName: string | undefined, model: string): Price | undefined {
     const family = modelFamily(model);
     const names = family === model ? [model] : [model, family];
     for (const provider of providerName === undefined ? [null] : [providerName, null]) {
