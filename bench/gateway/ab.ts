@@ -16,7 +16,8 @@
  * with BENCH_AB_BASE naming this checkout, a setting's cost is read the same way);
  * BENCH_AB_BASE_FLAGS, Node flags for the BENCH_AB_BASE gateway in place of the harness's
  * (`--max-semi-space-size=16 --v8-pool-size=0`: a Node flag's cost, read the same way);
- * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (12, even); BENCH_AB_RUNS (1):
+ * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (12, even); BENCH_AB_CONCURRENCY,
+ * calls in flight (64; 1 reads what a change costs a gateway that is not busy); BENCH_AB_RUNS (1):
  * runs of fresh gateway processes, the one started first alternating from run to run. Both
  * gateways read one database, this checkout's schema. Prints each round, then per run the median
  * CPU per call of each process and the two gateways' difference round by round and its mean, and
@@ -61,7 +62,8 @@ const rounds = Number(process.env.BENCH_AB_ROUNDS ?? "12");
 if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) throw new Error(`BENCH_AB_ROUNDS must be an even number, got "${process.env.BENCH_AB_ROUNDS}"`);
 const runs = Number(process.env.BENCH_AB_RUNS ?? "1");
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_AB_RUNS must be a positive integer, got "${process.env.BENCH_AB_RUNS}"`);
-const concurrency = 64;
+const concurrency = Number(process.env.BENCH_AB_CONCURRENCY ?? "64");
+if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`BENCH_AB_CONCURRENCY must be a positive integer, got "${process.env.BENCH_AB_CONCURRENCY}"`);
 
 interface Side {
   name: string;
