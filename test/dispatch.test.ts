@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { dispatchRequest } from "../src/platform/dispatch.ts";
 import { BodyTooLarge } from "../src/platform/http.ts";
 import { drain } from "./support/drain.ts";
+import { heldBackWriter } from "./support/held-back.ts";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -78,32 +79,18 @@ describe("a dispatched answer's body", () => {
   });
 
   it("holds the server back while a chunk reader is behind, and gives every chunk once it reads", async () => {
-    // 16 MB in 64 KB writes: far more than the socket buffers and the 16 chunks held before a pause.
+    // 16 MB: far more than the socket buffers and the 16 chunks held before a pause.
     const total = 16 * 1024 * 1024;
-    const piece = Buffer.alloc(64 * 1024, "a");
-    let sent = 0;
-    let waiting = false;
+    const writer = heldBackWriter(total);
     const { send } = await serve((res) => {
       res.writeHead(200);
-      const pump = (): void => {
-        waiting = false;
-        while (sent < total) {
-          sent += piece.length;
-          if (!res.write(piece)) {
-            waiting = true;
-            res.once("drain", pump);
-            return;
-          }
-        }
-        res.end();
-      };
-      pump();
+      writer.write(res);
     });
     const chunks = (await send()).chunks();
     const first = await chunks.next();
     let received = first.done ? 0 : first.value.length;
-    for (let last = -1; sent < total && !(waiting && sent === last); await tick()) last = sent;
-    expect(sent).toBeLessThan(total / 2);
+    await writer.stalled();
+    expect(writer.sent).toBeLessThan(total / 2);
     for await (const chunk of chunks) received += chunk.length;
     expect(received).toBe(total);
   });

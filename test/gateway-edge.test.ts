@@ -17,6 +17,7 @@ import {
 import { nextSequenceNumber, SseEvent, SseSplitter, sseEvents, streamErrorEvent } from "../src/gateway/providers/sse.ts";
 import { Upstream, type UpstreamCall } from "../src/gateway/providers/upstream.ts";
 import { endpointSpecs, type EndpointName } from "../src/gateway/endpoints/specs.ts";
+import { heldBackWriter } from "./support/held-back.ts";
 
 // Tiny loopback servers, one per test, closed after it.
 
@@ -226,29 +227,15 @@ describe("Upstream: the answer's body", () => {
   it("holds the provider back while nobody reads it, and arrives whole once read", async () => {
     // 32 MB: far more than the socket buffers between the two and the body's own buffer hold.
     const total = 32 * 1024 * 1024;
-    const chunk = Buffer.alloc(64 * 1024, "a");
-    let sent = 0;
-    let waiting = false;
+    const writer = heldBackWriter(total);
     const server = await serve((_req, res) => {
       res.writeHead(200, { "content-type": "application/octet-stream" });
-      const pump = (): void => {
-        waiting = false;
-        while (sent < total) {
-          sent += chunk.length;
-          if (!res.write(chunk)) {
-            waiting = true;
-            res.once("drain", pump);
-            return;
-          }
-        }
-        res.end();
-      };
-      pump();
+      writer.write(res);
     });
     const answer = await upstream(provider({ baseUrl: server.url })).send(call("responses"));
     // Unread, the answer stops the provider: it waits to write, and what it sent stays put.
-    for (let last = -1; sent < total && !(waiting && sent === last); await new Promise((resolve) => setTimeout(resolve, 50))) last = sent;
-    expect(sent).toBeLessThan(total / 2);
+    await writer.stalled();
+    expect(writer.sent).toBeLessThan(total / 2);
     // Read, every byte the provider wrote arrives.
     expect((await answer.bytes()).length).toBe(total);
   });

@@ -20,7 +20,7 @@ export function respondJson(res: NodeServerResponse, status: number, body: JsonV
   respond(res, status, "application/json", JSON.stringify(body));
 }
 
-/** A request body over its size cap. Each door answers it in its own error shape. */
+/** A body over its size cap: a request's (each door answers it in its own error shape), or an answer read whole with a cap (dispatch.ts). */
 export class BodyTooLarge extends Error {}
 
 /** The whole body, or BodyTooLarge as soon as it is known to pass `maxBytes`. */

@@ -437,8 +437,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
             trace.usage = meter.usage;
             trace.tokensEstimated = meter.estimated;
             if (trace.capture) trace.capture.output = meter.text;
-            const finishing = finish();
-            if (finishing) await finishing;
+            await finish();
             if (meter.estimated) trace.log.warn({ usage: meter.usage }, "stream ended before the provider reported usage: counting an estimate");
           }
           return;
