@@ -9,6 +9,7 @@ import type { Gateway } from "./gateway/gateway.ts";
 import { openCounterStore } from "./gateway/limits/counter-store.ts";
 import { loadTextDetectors, type DetectorSources } from "./gateway/guardrails/detectors/loader.ts";
 import { once } from "./platform/once.ts";
+import { settleBuiltinPrototypes } from "./platform/prototypes.ts";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.ts";
 import { createOrm } from "./db/orm.ts";
 import { createPool } from "./db/pools.ts";
@@ -149,6 +150,8 @@ export async function startApp(
         tracing,
       )
     : undefined;
+  // Every module of the process is loaded by now; some leave a built-in prototype slow.
+  settleBuiltinPrototypes();
 
   return {
     apiPort: api?.port,
