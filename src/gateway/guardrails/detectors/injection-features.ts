@@ -1,5 +1,5 @@
 import { RULE_FAMILIES, type RuleFamily } from "./injection-rules.ts";
-import { hashString, NgramCounter, type FeatureConfig, type FeatureVisitor } from "./text-features.ts";
+import { hashString, NgramCounter, weightOf, type ByteWeights, type FeatureConfig, type FeatureVisitor } from "./text-features.ts";
 
 /**
  * The injection classifier's features, shared by the detector and scripts/train-injection.ts.
@@ -46,10 +46,10 @@ export class InjectionFeaturizer {
   }
 
   /** `bias` plus the dot product of `weights` with the text's features: what {@link visit} would add up, in its order. */
-  margin({ tokens, families }: FeatureInput, weights: Float32Array, bias: number): number {
+  margin({ tokens, families }: FeatureInput, weights: ByteWeights, bias: number): number {
     let z = this.#ngrams.dot(tokens, weights, bias);
     this.#visitFamilies(families, (bucket, weight) => {
-      z += weights[bucket]! * weight;
+      z += weightOf(weights, bucket) * weight;
     });
     return z;
   }

@@ -61,12 +61,17 @@ export function wordsOf(folded: string): string[] {
  * Counts the hashed n-grams of a list of words in a table it keeps (typed arrays, cleared after
  * each text), so that scoring a text allocates nothing per n-gram: a Map here cost more than
  * everything else the classifier does. One counter per detector; it is not re-entrant.
+ *
+ * The table is sized to the text, not to the `dims` buckets: a count per bucket (256 KB at 65,536
+ * buckets) put each n-gram's count on a cache line of its own, and in a busy gateway those lines
+ * are cold at every text (docs/performance.md, "The detectors' memory"). An open-addressed table
+ * of twice as many slots as the text can have n-grams is a few KB for a prompt, read warm.
  */
 export class NgramCounter {
   readonly #config: FeatureConfig;
   readonly #mask: number;
-  readonly #counts: Uint32Array;
-  readonly #touched: Uint32Array;
+  /** Tables by their number of slots' log2, made on first use and kept (cleared after each text). */
+  readonly #tables: (CountTable | undefined)[] = [];
   /**
    * The running sums of #scale and dot. A local double in those loops is boxed by V8's mid-tier
    * compiler (Maglev) on every step, about 1.4 KB a text; a typed array's slot is not, and the
@@ -77,26 +82,35 @@ export class NgramCounter {
   constructor(config: FeatureConfig) {
     this.#config = config;
     this.#mask = config.dims - 1;
-    this.#counts = new Uint32Array(config.dims);
-    this.#touched = new Uint32Array(config.dims);
+  }
+
+  /** A cleared table with room for the words' n-grams at a load of at most one half. */
+  #tableFor(tokens: readonly string[]): CountTable {
+    const { charMin, charMax, dims } = this.#config;
+    // Per word: its unigram, a bigram, and at each start in " word " up to charMax − charMin + 1
+    // character n-grams. No more distinct buckets than `dims` whatever the text.
+    const span = charMax - charMin + 1;
+    let most = 0;
+    for (const word of tokens) most += 2 + Math.max(0, word.length + 3 - charMin) * span;
+    const slots = Math.max(64, nextPowerOfTwo(2 * Math.min(most, dims)));
+    const log2 = Math.log2(slots);
+    return (this.#tables[log2] ??= new CountTable(slots));
   }
 
   /**
-   * Counts the words' n-grams; returns how many buckets they touched (listed in #touched). The
-   * previous word's bigram hash is carried over rather than made again.
+   * Counts the words' n-grams in `table`; after it, the table's order lists the buckets they
+   * touched, in the order first seen. The previous word's bigram hash is carried over rather than
+   * made again.
    */
-  #count(tokens: readonly string[]): number {
+  #count(tokens: readonly string[], table: CountTable): void {
     const { charMin, charMax } = this.#config;
-    const counts = this.#counts;
-    const touched = this.#touched;
     const mask = this.#mask;
-    let size = 0;
     // The previous word's bigram hash; none before the first word.
     let bigram = 0;
     let first = true;
     for (const word of tokens) {
-      size = bump(counts, touched, size, hashString(SEED_WORD, word) & mask);
-      if (!first) size = bump(counts, touched, size, fnvChars(bigram, word) & mask);
+      table.bump(hashString(SEED_WORD, word) & mask);
+      if (!first) table.bump(fnvChars(bigram, word) & mask);
       first = false;
       bigram = fnvStep(hashString(SEED_BIGRAM, word), SPACE);
       // Character n-grams of " word ", the padding read in place.
@@ -106,19 +120,19 @@ export class NgramCounter {
         for (let n = 1; n <= charMax && i + n <= padded; n++) {
           const at = i + n - 1;
           h = fnvStep(h, at === 0 || at === padded - 1 ? SPACE : word.charCodeAt(at - 1));
-          if (n >= charMin) size = bump(counts, touched, size, Math.imul(h ^ n, FNV_PRIME) & mask);
+          if (n >= charMin) table.bump(Math.imul(h ^ n, FNV_PRIME) & mask);
         }
       }
     }
-    return size;
   }
 
-  /** 1 / the length of the vector of log(1 + count) over the first `size` touched buckets. */
-  #scale(size: number): number {
+  /** 1 / the length of the vector of log(1 + count) over the table's touched buckets. */
+  #scale(table: CountTable): number {
     const sum = this.#sum;
+    const { cells, order, size } = table;
     sum[0] = 0;
     for (let i = 0; i < size; i++) {
-      const v = log1pCount(this.#counts[this.#touched[i]!]!);
+      const v = log1pCount(cells[order[i]! + 1]!);
       sum[0] += v * v;
     }
     return sum[0] > 0 ? 1 / Math.sqrt(sum[0]) : 0;
@@ -129,13 +143,15 @@ export class NgramCounter {
    * length, so long texts and short ones weigh alike.
    */
   visit(tokens: readonly string[], visit: FeatureVisitor): void {
-    const size = this.#count(tokens);
-    const scale = this.#scale(size);
+    const table = this.#tableFor(tokens);
+    this.#count(tokens, table);
+    const scale = this.#scale(table);
+    const { cells, order, size } = table;
     for (let i = 0; i < size; i++) {
-      const bucket = this.#touched[i]!;
-      visit(bucket, log1pCount(this.#counts[bucket]!) * scale);
-      this.#counts[bucket] = 0;
+      const at = order[i]!;
+      visit(cells[at]! - 1, log1pCount(cells[at + 1]!) * scale);
     }
+    table.clear();
   }
 
   /**
@@ -143,24 +159,72 @@ export class NgramCounter {
    * the order {@link visit} visits them (so the sum is the same to the last bit): the detector's
    * path, without a call per bucket.
    */
-  dot(tokens: readonly string[], weights: Float32Array, z: number): number {
-    const size = this.#count(tokens);
-    const scale = this.#scale(size);
+  dot(tokens: readonly string[], weights: ByteWeights, z: number): number {
+    const table = this.#tableFor(tokens);
+    this.#count(tokens, table);
+    const scale = this.#scale(table);
     const sum = this.#sum;
+    const { cells, order, size } = table;
     sum[0] = z;
     for (let i = 0; i < size; i++) {
-      const bucket = this.#touched[i]!;
-      sum[0] += weights[bucket]! * (log1pCount(this.#counts[bucket]!) * scale);
-      this.#counts[bucket] = 0;
+      const at = order[i]!;
+      sum[0] += weightOf(weights, cells[at]! - 1) * (log1pCount(cells[at + 1]!) * scale);
     }
+    table.clear();
     return sum[0];
   }
 }
 
-/** Counts a bucket; a bucket seen for the first time joins `touched`. Returns the new number touched. */
-function bump(counts: Uint32Array, touched: Uint32Array, size: number, bucket: number): number {
-  if (counts[bucket]++ === 0) touched[size++] = bucket;
-  return size;
+/**
+ * Counts by bucket in open addressing: `cells` holds, per slot, bucket + 1 (0: empty) and its
+ * count side by side, so a probe reads one cache line; `order` the cell index of each bucket in
+ * the order first seen, which {@link NgramCounter.dot} adds up in.
+ */
+class CountTable {
+  readonly cells: Uint32Array;
+  readonly order: Uint32Array;
+  readonly #slotMask: number;
+  size = 0;
+
+  constructor(slots: number) {
+    this.cells = new Uint32Array(2 * slots);
+    this.order = new Uint32Array(slots / 2);
+    this.#slotMask = slots - 1;
+  }
+
+  bump(bucket: number): void {
+    const cells = this.cells;
+    const key = bucket + 1;
+    // The bucket is a hash's low bits already: its own low bits spread well enough to probe from.
+    for (let slot = bucket & this.#slotMask; ; slot = (slot + 1) & this.#slotMask) {
+      const at = 2 * slot;
+      const held = cells[at]!;
+      if (held === key) {
+        cells[at + 1]!++;
+        return;
+      }
+      if (held === 0) {
+        cells[at] = key;
+        cells[at + 1] = 1;
+        this.order[this.size++] = at;
+        return;
+      }
+    }
+  }
+
+  clear(): void {
+    const { cells, order } = this;
+    for (let i = 0; i < this.size; i++) {
+      const at = order[i]!;
+      cells[at] = 0;
+      cells[at + 1] = 0;
+    }
+    this.size = 0;
+  }
+}
+
+function nextPowerOfTwo(n: number): number {
+  return 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 }
 
 /** log(1 + k) of the small counts that nearly every n-gram has, made once. */
@@ -196,11 +260,23 @@ export function quantize(weights: Float64Array): QuantizedWeights {
   return { scale: Number(scale.toPrecision(8)), data: Buffer.from(bytes.buffer).toString("base64") };
 }
 
-export function dequantize(q: QuantizedWeights, dims: number): Float32Array {
+/**
+ * The classifier's weights as the file keeps them, a signed byte each, and their scale: a weight is
+ * `Math.fround(byte * scale)`, what a Float32Array of the dequantized weights held, to the bit.
+ * A quarter of that array's memory: the classifier reads a weight at random per n-gram.
+ */
+export interface ByteWeights {
+  bytes: Int8Array;
+  scale: number;
+}
+
+export function weightOf(weights: ByteWeights, bucket: number): number {
+  return Math.fround(weights.bytes[bucket]! * weights.scale);
+}
+
+export function dequantize(q: QuantizedWeights, dims: number): ByteWeights {
   const raw = Buffer.from(q.data, "base64");
   if (raw.length !== dims) throw new Error(`weights have ${raw.length} entries, expected ${dims}`);
-  const bytes = new Int8Array(raw.buffer, raw.byteOffset, raw.length);
-  const out = new Float32Array(dims);
-  for (let i = 0; i < dims; i++) out[i] = (bytes[i] ?? 0) * q.scale;
-  return out;
+  // A copy of its own: `raw` may be a slice of Node's shared buffer pool.
+  return { bytes: Int8Array.from(new Int8Array(raw.buffer, raw.byteOffset, raw.length)), scale: q.scale };
 }
