@@ -5,38 +5,41 @@ import type { DetectorBlock } from "./detect.ts";
 type Verdict = DetectorBlock | null;
 
 /**
- * Verdicts by text key ({@link cacheKey}), then by scope (the workspace and the guardrail's
- * settings): a text's key is one string for all the guardrails of a stage, and a scope one string
- * per guardrail, so a look-up makes no string (a key written out as both cost a string of a
- * hundred characters made and hashed per look-up).
+ * Verdicts by scope (the workspace and the guardrail's settings), then by text key
+ * ({@link cacheKey}): a scope is one string per guardrail and a text's key one string for all the
+ * guardrails of a stage, so a look-up makes no string (a key written out as both cost a string of
+ * a hundred characters made and hashed per look-up). Scopes are few and texts many: a new text is
+ * one entry in each scope's map, where a map per text (texts first) was a Map object and its
+ * table for each, kept as long as the verdict, so promoted to the old generation.
  */
 class Generation {
-  readonly #byKey = new Map<string, Map<string, Verdict>>();
+  readonly #byScope = new Map<string, Map<string, Verdict>>();
   size = 0;
 
   get(scope: string, key: string): Verdict | undefined {
-    return this.#byKey.get(key)?.get(scope);
+    return this.#byScope.get(scope)?.get(key);
   }
 
   has(scope: string, key: string): boolean {
-    return this.#byKey.get(key)?.has(scope) ?? false;
+    return this.#byScope.get(scope)?.has(key) ?? false;
   }
 
   set(scope: string, key: string, verdict: Verdict): void {
-    let scopes = this.#byKey.get(key);
-    if (!scopes) {
-      scopes = new Map();
-      this.#byKey.set(key, scopes);
+    let keys = this.#byScope.get(scope);
+    if (!keys) {
+      keys = new Map();
+      this.#byScope.set(scope, keys);
     }
-    if (!scopes.has(scope)) this.size += 1;
-    scopes.set(scope, verdict);
+    const before = keys.size;
+    keys.set(key, verdict);
+    this.size += keys.size - before;
   }
 
   delete(scope: string, key: string): void {
-    const scopes = this.#byKey.get(key);
-    if (!scopes?.delete(scope)) return;
+    const keys = this.#byScope.get(scope);
+    if (!keys?.delete(key)) return;
     this.size -= 1;
-    if (scopes.size === 0) this.#byKey.delete(key);
+    if (keys.size === 0) this.#byScope.delete(scope);
   }
 }
 
