@@ -211,6 +211,21 @@ describe.each(backends)("slices over the $name store", (backend) => {
     expect(await usage(store, l, tomorrow)).toEqual({ used: 20, reserved: 0 });
   });
 
+  it("moves the same list of limits to the next period's slice at the period's end, and keeps it within a period", async () => {
+    const { slices } = await process_();
+    // One array for every call, as the limit step hands it for a key until the next snapshot.
+    const limits = [limit(1000), limit(5000, "monthly")];
+    const today = held(await taken(slices, limits, 10));
+    const later = held(await taken(slices, limits, 10, new Date(now.getTime() + 3_600_000)));
+    const tomorrow = held(await taken(slices, limits, 10, new Date("2026-11-26T10:00:00Z")));
+    expect(later.slice).toBe(today.slice);
+    expect(tomorrow.slice).not.toBe(today.slice);
+    // The same calls, with a new array from a new snapshot where a limit changed: a slice of its own.
+    const raised = [{ ...limits[0]!, tokenLimit: 2000 }, limits[1]!];
+    expect(held(await taken(slices, raised, 10)).slice).not.toBe(today.slice);
+    expect(held(await taken(slices, [...limits], 10)).slice).toBe(today.slice);
+  });
+
   it("keeps a flush the store failed, and writes it once, when the store answers again", async () => {
     const { store, slices } = await process_();
     const l = limit(10_000);

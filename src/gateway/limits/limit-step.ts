@@ -39,8 +39,8 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
   const now = options.now ?? (() => new Date());
   return {
     admit({ key, config, spec, body }) {
-      const limits = limitsFor(config, key);
-      if (limits.length === 0) return noTicket;
+      const units = unitsOf(config, key);
+      if (units.length === 0) return noTicket;
       const input = countedInput(spec, body);
       const output = outputMaximum(spec, body, options.defaultMaxTokens);
       const amounts: Record<LimitUnit, () => number> = {
@@ -74,11 +74,9 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
       };
       // Unit by unit; only a slice that must ask the store first makes the rest wait for it.
       const takeFrom = (first: number): UsageTicket | Promise<UsageTicket> => {
-        for (let u = first; u < UNITS.length; u++) {
-          const unit = UNITS[u]!;
-          const ofUnit = limits.filter((limit) => limit.unit === unit);
-          if (ofUnit.length === 0) continue;
-          const taken = options.slices.take(ofUnit, amounts[unit](), at);
+        for (let u = first; u < units.length; u++) {
+          const { unit, limits } = units[u]!;
+          const taken = options.slices.take(limits, amounts[unit](), at);
           if (taken instanceof Promise) {
             return taken.then(
               (answer) => {
@@ -102,6 +100,39 @@ export function createLimitStep(options: LimitStepOptions): UsageStep {
 }
 
 const UNITS: readonly LimitUnit[] = ["tokens", "usd", "requests"];
+
+/** A unit's limits on one key: taken together from one slice. */
+interface UnitLimits {
+  unit: LimitUnit;
+  limits: readonly UsageLimit[];
+}
+
+/**
+ * The key's limits by unit, in UNITS' order, units without any left out; kept per snapshot's
+ * workspace and key (a changed limit or key comes in a new snapshot, with new objects), so that a
+ * call neither filters the workspace's limits again nor hands the slices new arrays (slices.ts
+ * keeps each array's slice key).
+ */
+const unitsByConfig = new WeakMap<WorkspaceConfig, WeakMap<GatewayKey, readonly UnitLimits[]>>();
+
+function unitsOf(config: WorkspaceConfig | undefined, key: GatewayKey): readonly UnitLimits[] {
+  if (!config || config.usageLimits.length === 0) return [];
+  let byKey = unitsByConfig.get(config);
+  if (!byKey) {
+    byKey = new WeakMap();
+    unitsByConfig.set(config, byKey);
+  }
+  let units = byKey.get(key);
+  if (!units) {
+    const limits = limitsFor(config, key);
+    units = UNITS.flatMap((unit) => {
+      const ofUnit = limits.filter((limit) => limit.unit === unit);
+      return ofUnit.length > 0 ? [{ unit, limits: ofUnit }] : [];
+    });
+    byKey.set(key, units);
+  }
+  return units;
+}
 
 /** Pico-dollars as whole micro-dollars, rounded up: a limit never counts a call as free that was not. */
 function micros(picos: bigint): number {

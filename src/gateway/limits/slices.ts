@@ -30,6 +30,7 @@ export class Slices {
   readonly #leaseTtlMs: number;
   readonly #slices = new Map<string, Slice>();
   readonly #periods = new PeriodKeys();
+  readonly #keys = new WeakMap<readonly UsageLimit[], PeriodSpan>();
   /** Until when (performance.now()) this process's lease is surely live in the store; see `leaseRenewed`. */
   #leaseLiveUntil = -Infinity;
   #timer: NodeJS.Timeout | undefined;
@@ -99,10 +100,7 @@ export class Slices {
   }
 
   #sliceFor(limits: readonly UsageLimit[], now: Date): Slice {
-    // The key names each limit at its current value, in its current period: a changed limit or a
-    // new period starts a slice of its own, and the old one goes back once idle.
-    let key = "";
-    for (const limit of limits) key += `${limit.id}:${limit.tokenLimit}:${this.#periods.key(limit.period, now)} `;
+    const key = this.#keyOf(limits, now);
     let slice = this.#slices.get(key);
     if (!slice) {
       slice = new Slice(this.#store, limits);
@@ -110,6 +108,30 @@ export class Slices {
       this.#schedule();
     }
     return slice;
+  }
+
+  /**
+   * The slice's key names each limit at its current value, in its current period: a changed limit
+   * or a new period starts a slice of its own, and the old one goes back once idle. Kept per
+   * array of limits (the limit step hands the same array for a key until the next snapshot) until
+   * the first of its periods ends: made anew, it was some 200 characters concatenated and hashed
+   * on every call.
+   */
+  #keyOf(limits: readonly UsageLimit[], now: Date): string {
+    const t = now.getTime();
+    const kept = this.#keys.get(limits);
+    if (kept && t >= kept.from && t < kept.to) return kept.key;
+    let key = "";
+    let from = -Infinity;
+    let to = Infinity;
+    for (const limit of limits) {
+      const period = this.#periods.span(limit.period, now);
+      key += `${limit.id}:${limit.tokenLimit}:${period.key} `;
+      from = Math.max(from, period.from);
+      to = Math.min(to, period.to);
+    }
+    this.#keys.set(limits, { key, from, to });
+    return key;
   }
 
   /** Flushes every interval while there are slices, one flush after the other. */
@@ -125,18 +147,27 @@ export class Slices {
   }
 }
 
-/** Period keys (periods.ts's `periodKey`) without a date computation per call: each is kept until its period ends. */
-class PeriodKeys {
-  readonly #kept = new Map<LimitPeriod, { from: number; to: number; key: string }>();
+/** A period's key (periods.ts's `periodKey`) and when it holds: from `from` (ms) to before `to`. */
+interface PeriodSpan {
+  key: string;
+  from: number;
+  to: number;
+}
 
-  key(period: LimitPeriod, now: Date): string {
-    if (period === "all_time") return allTimeKey;
+const allTime: PeriodSpan = { key: allTimeKey, from: -Infinity, to: Infinity };
+
+/** Period keys without a date computation per call: each is kept until its period ends. */
+class PeriodKeys {
+  readonly #kept = new Map<LimitPeriod, PeriodSpan>();
+
+  span(period: LimitPeriod, now: Date): PeriodSpan {
+    if (period === "all_time") return allTime;
     const t = now.getTime();
     const kept = this.#kept.get(period);
-    if (kept && t >= kept.from && t < kept.to) return kept.key;
+    if (kept && t >= kept.from && t < kept.to) return kept;
     const start = periodStart(period, now)!;
     const fresh = { from: start.getTime(), to: resetsAt(period, now)!.getTime(), key: start.toISOString() };
     this.#kept.set(period, fresh);
-    return fresh.key;
+    return fresh;
   }
 }
