@@ -125,7 +125,7 @@ describe("verdicts kept per piece of caller text", () => {
     };
     for (let i = 0; i < 2; i++) {
       reads.length = 0;
-      const refused = await guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body }).then(
+      const refused = await (async () => guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body }))().then(
         () => undefined,
         (err: unknown) => err,
       );
@@ -158,7 +158,7 @@ describe("the key of a text", () => {
     for (const spelled of [digest, `\u0000${digest}`]) {
       await guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body: { model: "m", max_tokens: 16, messages: [{ role: "user", content: spelled }] } });
     }
-    const refused = await guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body: { model: "m", max_tokens: 16, messages: [{ role: "user", content: attack }] } }).then(
+    const refused = await (async () => guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body: { model: "m", max_tokens: 16, messages: [{ role: "user", content: attack }] } }))().then(
       () => undefined,
       (err: unknown) => err,
     );

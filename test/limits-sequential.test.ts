@@ -121,7 +121,7 @@ describe("the answer waits for its usage to be settled", () => {
       upstreams,
       usage,
       guardrails: {
-        redactInput: async () => undefined,
+        redactInput: () => undefined,
         checkInput: async () => undefined,
         checkOutput: async () => ({ verdict: undefined }),
         streamGuard: () => undefined,

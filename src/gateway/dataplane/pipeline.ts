@@ -385,7 +385,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
       const guardrailRequest = { key, config, spec };
       const inputGuardrails = spec.guardrails && hasGuardrails(config, "input");
       if (inputGuardrails) {
-        const redaction = await deps.guardrails.redactInput({ ...guardrailRequest, body, raw });
+        const redacting = deps.guardrails.redactInput({ ...guardrailRequest, body, raw });
+        const redaction = redacting && (await redacting);
         if (redaction) raw = redaction.raw;
         if (redaction?.counts) {
           // Read again, as any body is: the steps after this one see the redacted text alone.
@@ -396,7 +397,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
           trace.redactions = { input: redaction.counts };
           if (trace.capture) trace.capture.body = body;
         }
-        trace.guardrailVerdict = await deps.guardrails.checkInput({ ...guardrailRequest, body, redaction: redaction?.verdict });
+        const verdict = deps.guardrails.checkInput({ ...guardrailRequest, body, redaction: redaction?.verdict });
+        trace.guardrailVerdict = verdict instanceof Promise ? await verdict : verdict;
       }
       step(trace, "guardrails", trace.recorded && inputGuardrails ? "input guardrails" : undefined);
 
@@ -464,7 +466,8 @@ export function createGatewayHandler(deps: PipelineDeps) {
         }
         const applying = settle(trace.usage);
         if (outputGuardrails) {
-          const checked = await deps.guardrails.checkOutput({ ...guardrailRequest, body: output, answer });
+          const checking = deps.guardrails.checkOutput({ ...guardrailRequest, body: output, answer });
+          const checked = checking instanceof Promise ? await checking : checking;
           if (checked.verdict) trace.guardrailVerdict = [trace.guardrailVerdict, checked.verdict].filter(Boolean).join(",");
           if (checked.redacted) {
             ({ body: output, answer } = checked.redacted);

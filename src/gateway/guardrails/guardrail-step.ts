@@ -24,9 +24,10 @@ export interface CheckedOutput {
 }
 
 /**
- * The input and output guardrail steps of the pipeline. The checks resolve with a verdict for
- * the request log when the content may go on, and reject with the gateway's 422 (or 503 while a
- * detector loads) when not.
+ * The input and output guardrail steps of the pipeline. The checks give a verdict for the request
+ * log when the content may go on, and throw (or reject with) the gateway's 422 (or 503 while a
+ * detector loads) when not: at once when every detector answered on the event loop, a promise
+ * when one had to wait (a worker, a plug-in, a redaction).
  */
 export interface GuardrailStep {
   /**
@@ -34,13 +35,13 @@ export interface GuardrailStep {
    * text's entities replaced by placeholders when `counts` is set; the body as it came when
    * nothing was found, or when the detector failed under fail-open) and the guardrail's verdict
    * (`redacted`, `pass`, `error-open`). Undefined without one. Runs before checkInput, which then
-   * reads the redacted body.
+   * reads the redacted body. Undefined at once without one.
    */
-  redactInput(request: GuardrailRequest & { body: Record<string, unknown>; raw: Buffer }): Promise<InputRedaction | undefined>;
+  redactInput(request: GuardrailRequest & { body: Record<string, unknown>; raw: Buffer }): Promise<InputRedaction> | undefined;
   /** `redaction`: the redacting guardrail's verdict from redactInput. */
-  checkInput(request: GuardrailRequest & { body: Record<string, unknown>; redaction?: string }): Promise<string | undefined>;
+  checkInput(request: GuardrailRequest & { body: Record<string, unknown>; redaction?: string }): string | undefined | Promise<string | undefined>;
   /** `answer`: `body` parsed (undefined when it is not JSON), which the step does not change. */
-  checkOutput(request: GuardrailRequest & { body: Buffer; answer: unknown }): Promise<CheckedOutput>;
+  checkOutput(request: GuardrailRequest & { body: Buffer; answer: unknown }): CheckedOutput | Promise<CheckedOutput>;
   /** The output guardrails of a streamed answer, or undefined when the stage has none. */
   streamGuard(request: GuardrailRequest): StreamGuard | undefined;
 }

@@ -13,7 +13,7 @@ import { defaultHighRiskPii } from "./catalog.ts";
 import { detect, type DetectorBlock, type DetectorCheck } from "./detect.ts";
 import { cacheKey, cacheScope, VerdictCache } from "./verdict-cache.ts";
 import type { DetectorLoader, DetectorName } from "./detectors/loader.ts";
-import type { CheckedOutput, GuardrailRequest, GuardrailStep } from "./guardrail-step.ts";
+import type { CheckedOutput, GuardrailRequest, GuardrailStep, InputRedaction } from "./guardrail-step.ts";
 import type { PiiDetector } from "./detectors/pii.ts";
 import { redactAnswer, redactRequest } from "./redaction.ts";
 import { StreamGuard } from "./stream-guard.ts";
@@ -66,9 +66,12 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
    * One guardrail's check of a request's texts, one by one, its fail mode applied: throws its
    * block, or says how it went. A built-in detector's verdict on a cacheable text is kept; a
    * plug-in reads the texts joined, in one call. PII reads every text, and its refusal names
-   * every type found.
+   * every type found. At once when every verdict is at hand (kept, or from a detector on the event
+   * loop); a promise only from the first text that must wait (a worker, a plug-in): a call checks
+   * its texts with each guardrail of both stages, and an async function for each was a promise and
+   * a suspended frame apiece (docs/performance.md, "Allocation per call").
    */
-  async function check(workspaceId: string, guardrail: GuardrailConfig, stage: GuardrailStage, texts: Texts): Promise<"pass" | "error-open" | "truncated-open"> {
+  function check(workspaceId: string, guardrail: GuardrailConfig, stage: GuardrailStage, texts: Texts): CheckVerdict | Promise<CheckVerdict> {
     const plugin = plugins.for(guardrail) !== undefined;
     const segments = plugin ? [texts.segments.join("\n")] : texts.segments;
     let failed = false;
@@ -79,39 +82,56 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     // learnt attacks from users' words and flags prompts that defend a secret (docs/guardrails.md).
     const operator = guardrail.kind === "prompt_injection" && !plugin ? (texts.operator ?? 0) : 0;
     const operatorScope = operator > 0 && keys ? cacheScope(workspaceId, guardrail, true) : "";
-    for (let i = 0; i < segments.length; i++) {
-      const segment = segments[i]!;
-      if (segment === "") continue;
-      const own = i < operator;
-      const key = keys?.[i];
-      let block = key === undefined ? undefined : cache.get(own ? operatorScope : scope, key);
-      if (block === undefined) {
-        // A detector on the event loop answers at once, without a promise: a call checks each of
-        // its texts with each guardrail, and a promise chain for each was several KB of a call's
-        // allocation (docs/performance.md, "Allocation per call").
-        let found: DetectorBlock | undefined | typeof failedOpen;
-        try {
-          const verdict = evaluate(guardrail, segment, own);
-          found = verdict instanceof Promise ? await verdict : verdict;
-        } catch (err) {
-          found = failure(guardrail, stage, err);
-        }
-        if (found === failedOpen) {
-          failed = true;
-          continue;
-        }
-        block = found ?? null;
-        if (key !== undefined) cache.set(own ? operatorScope : scope, key, block);
+
+    /** Segment i's detector answer, kept when it may be; a block of a type other than PII throws. */
+    const found = (i: number, answer: DetectorBlock | undefined | typeof failedOpen): void => {
+      if (answer === failedOpen) {
+        failed = true;
+        return;
       }
-      if (!block) continue;
+      const key = keys?.[i];
+      if (key !== undefined) cache.set(i < operator ? operatorScope : scope, key, answer ?? null);
+      blocked(answer);
+    };
+    const blocked = (block: DetectorBlock | null | undefined): void => {
+      if (!block) return;
       if (!block.entityTypes) throw guardrailBlocked(guardrail.kind, stage, block.reason);
       piiTypes.push(...block.entityTypes);
-    }
-    if (piiTypes.length > 0) throw guardrailBlocked(guardrail.kind, stage, piiReason(piiTypes));
-    if (failed) return "error-open";
-    // What lies past the cap was not read: a gap in the check, as a detector error is.
-    if (texts.truncated && guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
-    return texts.truncated ? "truncated-open" : "pass";
+    };
+    const from = (first: number): CheckVerdict | Promise<CheckVerdict> => {
+      for (let i = first; i < segments.length; i++) {
+        const segment = segments[i]!;
+        if (segment === "") continue;
+        const own = i < operator;
+        const key = keys?.[i];
+        const kept = key === undefined ? undefined : cache.get(own ? operatorScope : scope, key);
+        if (kept !== undefined) {
+          blocked(kept);
+          continue;
+        }
+        let answer: ReturnType<typeof evaluate> | typeof failedOpen;
+        try {
+          answer = evaluate(guardrail, segment, own);
+        } catch (err) {
+          answer = failure(guardrail, stage, err);
+        }
+        if (answer instanceof Promise) {
+          return answer
+            .catch((err: unknown): typeof failedOpen => failure(guardrail, stage, err))
+            .then((later) => {
+              found(i, later);
+              return from(i + 1);
+            });
+        }
+        found(i, answer);
+      }
+      if (piiTypes.length > 0) throw guardrailBlocked(guardrail.kind, stage, piiReason(piiTypes));
+      if (failed) return "error-open";
+      // What lies past the cap was not read: a gap in the check, as a detector error is.
+      if (texts.truncated && guardrail.failClosed) throw guardrailBlocked(guardrail.kind, stage, uncheckedReason);
+      return texts.truncated ? "truncated-open" : "pass";
+    };
+    return from(0);
   }
 
   /** `work`, with a detector's failure decided by the guardrail's fail mode: blocked, or {@link failedOpen}. */
@@ -133,22 +153,35 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     return failedOpen;
   }
 
-  /** Every guardrail of the stage on the texts, in order; `done` gives the verdict of one that has already run. */
-  async function run(
+  /**
+   * Every guardrail of the stage on the texts, in order; `done` gives the verdict of one that has
+   * already run. At once when every check answers at once (check, above).
+   */
+  function run(
     request: GuardrailRequest,
     stage: GuardrailStage,
     texts: () => Texts,
     done?: (guardrail: GuardrailConfig) => string | undefined,
-  ): Promise<string | undefined> {
+  ): string | undefined | Promise<string | undefined> {
     const guardrails = stageOf(request, stage);
     if (guardrails.length === 0) return undefined;
     const read = texts();
     const verdicts: string[] = [];
-    for (const guardrail of guardrails) {
-      const verdict = done?.(guardrail) ?? (await check(request.key.workspaceId, guardrail, stage, read));
-      verdicts.push(`${guardrail.kind}:${verdict}`);
-    }
-    return verdicts.join(",");
+    const from = (first: number): string | Promise<string> => {
+      for (let g = first; g < guardrails.length; g++) {
+        const guardrail = guardrails[g]!;
+        const verdict = done?.(guardrail) ?? check(request.key.workspaceId, guardrail, stage, read);
+        if (verdict instanceof Promise) {
+          return verdict.then((later) => {
+            verdicts.push(`${guardrail.kind}:${later}`);
+            return from(g + 1);
+          });
+        }
+        verdicts.push(`${guardrail.kind}:${verdict}`);
+      }
+      return verdicts.join(",");
+    };
+    return from(0);
   }
 
   /** A text's block, or none: at once from a detector on the event loop, as a promise from a worker or a plug-in. */
@@ -174,28 +207,45 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
     return detector;
   }
 
+  /** The redacting input guardrail on the request's caller text, its fail mode applied. */
+  async function redactInput(request: GuardrailRequest & { body: Record<string, unknown>; raw: Buffer }, guardrail: GuardrailConfig): Promise<InputRedaction> {
+    const redacted = await failSafe(guardrail, "input", async () => {
+      // A body a worker parsed is whole only in its raw bytes: the worker redacts those.
+      if (options.pool && extractedText(request.body)) {
+        const job = { kind: "redact", raw: request.raw, endpoint: request.spec.name, entityTypes: guardrail.piiEntityTypes } as const;
+        const { raw, counts } = await options.pool.run(job, movable(request.raw)).catch((err: unknown) => {
+          // The body went to the worker without a copy: if it did not come back, the call
+          // cannot go on, whatever the fail mode (503, retry).
+          if (request.raw.length === 0) throw gatewayAtCapacity();
+          throw err;
+        });
+        return { raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), counts: counts ?? undefined };
+      }
+      const counts = redactRequest(pii(), request.spec, request.body, guardrail.piiEntityTypes);
+      return { raw: counts ? Buffer.from(JSON.stringify(request.body)) : request.raw, counts };
+    });
+    if (redacted === failedOpen) return { raw: request.raw, verdict: "error-open" };
+    return { raw: redacted.raw, counts: redacted.counts, verdict: redacted.counts ? "redacted" : "pass" };
+  }
+
+  /** The output stage when its PII guardrail redacts: redaction first, then the stage on what it left. */
+  async function checkRedactedOutput(request: GuardrailRequest & { body: Buffer; answer: unknown }, guardrail: GuardrailConfig): Promise<CheckedOutput> {
+    // A copy of its own: redaction rewrites it in place, and a redaction that fails open must
+    // leave the caller's answer (request.answer) whole.
+    const answer = parseAnswer(request.body);
+    const counts = await failSafe(guardrail, "output", async () => redactAnswer(pii(), request.spec, answer, guardrail.piiEntityTypes));
+    const redacted = counts && counts !== failedOpen ? { body: Buffer.from(JSON.stringify(answer)), answer, counts } : undefined;
+    const redaction = counts === failedOpen ? "error-open" : counts ? "redacted" : "pass";
+    const read = redacted ? redacted.answer : request.answer;
+    const verdict = await run(request, "output", () => capped(read === undefined ? [] : request.spec.outputText(read)), (g) => (g === guardrail ? redaction : undefined));
+    return { verdict, redacted };
+  }
+
   const capped = (parts: string[]) => segmentsCapped(parts, options.maxTextBytes);
   return {
-    async redactInput(request) {
+    redactInput(request) {
       const guardrail = redactingOf(stageOf(request, "input"));
-      if (!guardrail) return undefined;
-      const redacted = await failSafe(guardrail, "input", async () => {
-        // A body a worker parsed is whole only in its raw bytes: the worker redacts those.
-        if (options.pool && extractedText(request.body)) {
-          const job = { kind: "redact", raw: request.raw, endpoint: request.spec.name, entityTypes: guardrail.piiEntityTypes } as const;
-          const { raw, counts } = await options.pool.run(job, movable(request.raw)).catch((err: unknown) => {
-            // The body went to the worker without a copy: if it did not come back, the call
-            // cannot go on, whatever the fail mode (503, retry).
-            if (request.raw.length === 0) throw gatewayAtCapacity();
-            throw err;
-          });
-          return { raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), counts: counts ?? undefined };
-        }
-        const counts = redactRequest(pii(), request.spec, request.body, guardrail.piiEntityTypes);
-        return { raw: counts ? Buffer.from(JSON.stringify(request.body)) : request.raw, counts };
-      });
-      if (redacted === failedOpen) return { raw: request.raw, verdict: "error-open" };
-      return { raw: redacted.raw, counts: redacted.counts, verdict: redacted.counts ? "redacted" : "pass" };
+      return guardrail ? redactInput(request, guardrail) : undefined;
     },
     checkInput: (request) =>
       run(
@@ -210,22 +260,12 @@ export function createGuardrailStep(options: GuardrailStepOptions): GuardrailSte
         },
         (guardrail) => (guardrail.redact ? (request.redaction ?? "pass") : undefined),
       ),
-    async checkOutput(request) {
+    checkOutput(request) {
       const guardrails = stageOf(request, "output");
       const guardrail = redactingOf(guardrails);
-      let redacted: CheckedOutput["redacted"];
-      let redaction: string | undefined;
-      if (guardrail) {
-        // A copy of its own: redaction rewrites it in place, and a redaction that fails open must
-        // leave the caller's answer (request.answer) whole.
-        const answer = parseAnswer(request.body);
-        const counts = await failSafe(guardrail, "output", async () => redactAnswer(pii(), request.spec, answer, guardrail.piiEntityTypes));
-        if (counts && counts !== failedOpen) redacted = { body: Buffer.from(JSON.stringify(answer)), answer, counts };
-        redaction = counts === failedOpen ? "error-open" : counts ? "redacted" : "pass";
-      }
-      const read = redacted ? redacted.answer : request.answer;
-      const verdict = await run(request, "output", () => capped(read === undefined ? [] : request.spec.outputText(read)), (g) => (g === guardrail ? redaction : undefined));
-      return { verdict, redacted };
+      if (guardrail) return checkRedactedOutput(request, guardrail);
+      const verdict = run(request, "output", () => capped(request.answer === undefined ? [] : request.spec.outputText(request.answer)));
+      return verdict instanceof Promise ? verdict.then((later) => ({ verdict: later })) : { verdict };
     },
     streamGuard(request) {
       const guardrails = stageOf(request, "output");
@@ -258,6 +298,9 @@ interface Texts {
 function keysOf(texts: Texts): string[] {
   return (texts.keys ??= texts.segments.map(cacheKey));
 }
+
+/** How one guardrail's check went, when it let the content through. */
+type CheckVerdict = "pass" | "error-open" | "truncated-open";
 
 /** A detector failed, and the guardrail lets the content through. */
 const failedOpen = Symbol("failed open");
