@@ -5,7 +5,9 @@ import { bundledPriceBook } from "../src/gateway/cost/price-book.ts";
 import { GatewayError } from "../src/gateway/dataplane/errors.ts";
 import { endpointSpecs } from "../src/gateway/endpoints/specs.ts";
 import { DetectorLoader } from "../src/gateway/guardrails/detectors/loader.ts";
-import { createGuardrailStep } from "../src/gateway/guardrails/guardrails.ts";
+import { detect, type DetectorCheck } from "../src/gateway/guardrails/detect.ts";
+import { createGuardrailStep, INLINE_TEXT_CHARS } from "../src/gateway/guardrails/guardrails.ts";
+import type { WorkerPool } from "../src/gateway/guardrails/worker-pool.ts";
 import { createHash } from "node:crypto";
 import { cacheKey, TEXT_KEY_CHARS, VerdictCache } from "../src/gateway/guardrails/verdict-cache.ts";
 import { createLogger } from "../src/platform/logger.ts";
@@ -133,6 +135,45 @@ describe("verdicts kept per piece of caller text", () => {
       expect((refused as GatewayError).message).toBe("Detected high-risk PII entities: CREDIT_CARD, US_SSN");
       expect(reads).toHaveLength(i === 0 ? 2 : 0);
     }
+  });
+});
+
+describe("texts checked in a worker among texts checked at once", () => {
+  it("goes on after a text that waits for the worker, keeps both kinds of verdict, and blocks on the text after it", async () => {
+    // A stand-in for the detector workers: the same detectors, answered a turn later.
+    const jobs: string[] = [];
+    const pool = {
+      run: (job: { kind: string; check: DetectorCheck; text: string }) => {
+        jobs.push(`${job.check.kind} ${job.text.length}`);
+        return new Promise((resolve) => setImmediate(() => resolve(detect(loader, job.check, job.text) ?? null)));
+      },
+    } as unknown as WorkerPool;
+    const guardrails = createGuardrailStep({ loader: countingLoader(), logger: createLogger("silent"), maxTextBytes: 1024 * 1024, streamWindowChars: 64, cacheEntries: 1000, pool });
+    const a = workspace("a", [guardrail("pii"), guardrail("content_safety")]);
+    const long = "Roses bloom in early summer, and tulips in spring. ".repeat(Math.ceil((INLINE_TEXT_CHARS + 1) / 51));
+    const body = {
+      model: "m",
+      max_tokens: 16,
+      messages: [
+        { role: "user", content: "When do roses bloom?" },
+        { role: "user", content: long },
+        { role: "user", content: "Charge card 4111 1111 1111 1111." },
+      ],
+    };
+    for (let i = 0; i < 2; i++) {
+      reads.length = 0;
+      jobs.length = 0;
+      const refused = await (async () => guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body }))().then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect((refused as GatewayError).message).toBe("Detected high-risk PII entities: CREDIT_CARD");
+      // The first time: the short texts on the event loop (PII reads both before it refuses), the
+      // long one in the worker; the second time every verdict is kept.
+      expect(reads).toEqual(i === 0 ? ["pii When do roses bloom?", "pii Charge card 4111 1111 1111 1111."] : []);
+      expect(jobs).toEqual(i === 0 ? [`pii ${long.length}`] : []);
+    }
+    expect(await guardrails.checkInput({ ...a, spec: endpointSpecs.messages, body: { ...body, messages: body.messages.slice(0, 2) } })).toBe("pii:pass,content_safety:pass");
   });
 });
 
