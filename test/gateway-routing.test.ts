@@ -346,7 +346,7 @@ function workspace(providers: ProviderConfig[], rules: RoutingRule[] = []): Work
     blockedModels: [],
     userAllowLists: new Map(),
     groupAllowLists: new Map(),
-    guardrails: [],
+    guardrails: { input: [], output: [] },
     usageLimits: [],
     prices: new PriceBook(),
   };

@@ -61,7 +61,7 @@ function workspace(id: string, guardrails: GuardrailConfig[]): { key: GatewayKey
       blockedModels: [],
       userAllowLists: new Map(),
       groupAllowLists: new Map(),
-      guardrails,
+      guardrails: { input: guardrails.filter((g) => g.stage === "input"), output: guardrails.filter((g) => g.stage === "output") },
       usageLimits: [],
       prices: bundledPriceBook,
     },

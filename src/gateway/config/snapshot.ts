@@ -81,7 +81,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
         blockedModels: [],
         userAllowLists: new Map(),
         groupAllowLists: new Map(),
-        guardrails: [],
+        guardrails: { input: [], output: [] },
         usageLimits: [],
         prices: bundledPriceBook,
       };
@@ -117,10 +117,11 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
   }
 
   for (const row of guardrails) {
-    workspace(row.workspaceId).guardrails.push({
+    const stage = row.stage.toLowerCase() as GuardrailStage;
+    workspace(row.workspaceId).guardrails[stage].push({
       id: row.id,
       kind: row.kind.toLowerCase() as GuardrailKind,
-      stage: row.stage.toLowerCase() as GuardrailStage,
+      stage,
       piiEntityTypes: row.piiEntityTypes,
       injectionThreshold: row.injectionThreshold == null ? null : Number(row.injectionThreshold),
       contentThresholds: row.contentThresholds,
@@ -141,7 +142,7 @@ export async function loadSnapshot(sources: SnapshotSources, version: number): P
   for (const [workspaceId, list] of overrides) workspace(workspaceId).prices = new PriceBook(list);
 
   for (const config of workspaces.values()) {
-    config.guardrails.sort((a, b) => guardrailOrder.indexOf(a.kind) - guardrailOrder.indexOf(b.kind));
+    for (const stage of [config.guardrails.input, config.guardrails.output]) stage.sort((a, b) => guardrailOrder.indexOf(a.kind) - guardrailOrder.indexOf(b.kind));
   }
 
   const keyAllowLists = new Map<string, string[]>();

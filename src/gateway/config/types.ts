@@ -118,8 +118,11 @@ export interface WorkspaceConfig {
   /** Allow lists on users and groups, by ID. */
   userAllowLists: Map<string, string[]>;
   groupAllowLists: Map<string, string[]>;
-  /** Enabled guardrails only, in `guardrailOrder`. */
-  guardrails: GuardrailConfig[];
+  /**
+   * Enabled guardrails only, by stage, each stage's in `guardrailOrder`: split once here, so that
+   * a request neither filters them by stage nor asks twice whether its stage has any.
+   */
+  guardrails: Record<GuardrailStage, GuardrailConfig[]>;
   usageLimits: UsageLimit[];
   /** The bundled prices, with the workspace's own over them. */
   prices: PriceBook;

@@ -734,7 +734,7 @@ function blockedVerdict(detail: { type: string; stage: string }): string {
 }
 
 function hasGuardrails(config: WorkspaceConfig | undefined, stage: "input" | "output"): boolean {
-  return config?.guardrails.some((guardrail) => guardrail.stage === stage) ?? false;
+  return (config?.guardrails[stage].length ?? 0) > 0;
 }
 
 /** The request's span, named and described once the request is done. */

@@ -306,8 +306,8 @@ type CheckVerdict = "pass" | "error-open" | "truncated-open";
 const failedOpen = Symbol("failed open");
 
 /** The stage's guardrails; the snapshot keeps them in the order they run. */
-function stageOf(request: GuardrailRequest, stage: GuardrailStage): GuardrailConfig[] {
-  return (request.config?.guardrails ?? []).filter((g) => g.stage === stage);
+function stageOf(request: GuardrailRequest, stage: GuardrailStage): readonly GuardrailConfig[] {
+  return request.config?.guardrails[stage] ?? [];
 }
 
 /** The stage's PII guardrail, when it redacts. */
