@@ -124,7 +124,13 @@ function unitsOf(config: WorkspaceConfig | undefined, key: GatewayKey): readonly
   }
   let units = byKey.get(key);
   if (!units) {
-    const limits = limitsFor(config, key);
+    // The limits on the key, on its owner and on each of its groups.
+    const limits = config.usageLimits.filter(
+      (limit) =>
+        (limit.scope === "key" && limit.subjectId === key.id) ||
+        (limit.scope === "user" && limit.subjectId === key.userId) ||
+        (limit.scope === "group" && key.groupIds.includes(limit.subjectId)),
+    );
     units = UNITS.flatMap((unit) => {
       const ofUnit = limits.filter((limit) => limit.unit === unit);
       return ofUnit.length > 0 ? [{ unit, limits: ofUnit }] : [];
@@ -148,17 +154,6 @@ function worstCaseMicros(config: WorkspaceConfig | undefined, body: Record<strin
   const model = typeof body.model === "string" ? body.model : "";
   const price = (config?.prices ?? bundledPriceBook).highestPriceOf(model);
   return price ? micros(costOf(price, { inputTokens: input, outputTokens: output })) : 0;
-}
-
-/** The limits on the key, on its owner and on each of its groups. */
-export function limitsFor(config: WorkspaceConfig | undefined, key: GatewayKey): UsageLimit[] {
-  if (!config || config.usageLimits.length === 0) return [];
-  return config.usageLimits.filter(
-    (limit) =>
-      (limit.scope === "key" && limit.subjectId === key.id) ||
-      (limit.scope === "user" && limit.subjectId === key.userId) ||
-      (limit.scope === "group" && key.groupIds.includes(limit.subjectId)),
-  );
 }
 
 /** An estimate of the input tokens from the caller's text, as guardrails read it. */
