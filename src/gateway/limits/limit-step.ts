@@ -157,13 +157,13 @@ function worstCaseMicros(config: WorkspaceConfig | undefined, body: Record<strin
 }
 
 /** An estimate of the input tokens from the caller's text, as guardrails read it. */
-export function countedInput(spec: EndpointSpec, body: Record<string, unknown>): number {
+function countedInput(spec: EndpointSpec, body: Record<string, unknown>): number {
   const chars = callerText(spec, body).reduce((sum, part) => sum + part.length, 0);
   return Math.ceil(chars / charsPerToken);
 }
 
 /** The request's own output maximum, or `fallback` when it sets none; embeddings write no output tokens. */
-export function outputMaximum(spec: EndpointSpec, body: Record<string, unknown>, fallback: number): number {
+function outputMaximum(spec: EndpointSpec, body: Record<string, unknown>, fallback: number): number {
   // A maximum past any context window (1e21 is valid JSON) reserves the most one request can count,
   // which no limit has room for: a 429, where the unclamped figure broke the counters' arithmetic.
   const value = spec.outputMaximum(body);
