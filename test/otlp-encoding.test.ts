@@ -4,7 +4,7 @@ import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from "@opentelemetry/sdk-trace";
 import { describe, expect, it } from "vitest";
-import { encodeTraceExport } from "../src/platform/otlp-encoding.ts";
+import { encodeTraceExport } from "./support/otlp-encoded.ts";
 
 /**
  * Warden's OTLP encoder against the SDK's own serializer: the same spans must give the same bytes,

@@ -6,7 +6,7 @@ import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
-import { encodeTraceExport } from "../src/platform/otlp-encoding.ts";
+import { encodeTraceExport } from "./support/otlp-encoded.ts";
 import { RecordedSpan, type SpanOrigin } from "../src/platform/spans.ts";
 import type { SamplerName } from "../src/platform/sampling.ts";
 import { Tracing, type TracingSettings } from "../src/platform/tracing.ts";

@@ -1,14 +1,17 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
+import { SpanExportThread } from "../src/platform/span-export-thread.ts";
 import { Tracing, type TracingSettings } from "../src/platform/tracing.ts";
 import { startOtlpReceiver, type OtlpReceiver, type OtlpReceiverOptions } from "./support/otlp-receiver.ts";
 import { until } from "./support/wait.ts";
 
 /**
- * The trace queue as Tracing sets it up (the SDK's batch processor, Warden's queue meter and OTLP
- * encoding, the SDK's exporter), against collectors on loopback: batches leave when full or when
+ * The trace queue as Tracing sets it up (Warden's span queue and OTLP encoding, the SDK's exporter
+ * on the exporter's thread), against collectors on loopback: batches leave when full or when
  * their delay has passed, one export at a time; the queue is bounded, and what it holds, drops,
  * sends and fails to send is on /metrics; a refused export is logged.
  */
@@ -180,5 +183,32 @@ describe("the trace queue", () => {
     endSpans(tracing, ["after"]);
     await tracing.forceFlush();
     expect(receiver.spans.map((s) => s.name)).toEqual(["before"]);
+  });
+
+  it("lets a process exit once its exports are answered, without a shutdown", async () => {
+    const receiver = await receiverFor();
+    const child = spawn(process.execPath, [new URL("./support/trace-and-return.ts", import.meta.url).pathname, receiver.url], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const kill = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    const [code, signal] = (await once(child, "exit")) as [number | null, NodeJS.Signals | null];
+    clearTimeout(kill);
+    expect({ code, signal, out }).toEqual({ code: 0, signal: null, out: "flushed\n" });
+    expect(receiver.spans.map((s) => s.name)).toEqual(["exits"]);
+  });
+});
+
+describe("the span exporter's thread", () => {
+  it("answers an export still out as failed when it is closed, and starts again for the next", async () => {
+    const held = await receiverFor({ hold: true });
+    const thread = new SpanExportThread({ url: `${held.url}/v1/traces`, headers: {}, timeoutMs: 5_000, concurrencyLimit: 30 });
+    closers.push(() => thread.close());
+    const out = thread.send(new Uint8Array(0), 0);
+    await until(async () => held.contentTypes.length === 1, "the export to reach the collector", 5_000);
+    await thread.close();
+    expect(await out).toEqual({ id: 1, ok: false, error: "the span exporter was closed" });
+    held.release();
+    expect(await thread.send(new Uint8Array(0), 0)).toEqual({ id: 2, ok: true });
+    expect(held.contentTypes).toEqual(["application/x-protobuf", "application/x-protobuf"]);
   });
 });

@@ -23,10 +23,14 @@ const I32 = 5;
 const FLAGS_HAS_IS_REMOTE = 0x100;
 const FLAGS_IS_REMOTE = 0x200;
 
-/** A protobuf writer over one growing buffer, reused between exports (an export copies its bytes out). */
+/** A protobuf writer over one growing buffer. */
 class Writer {
-  buf = Buffer.allocUnsafe(64 * 1024);
+  buf: Buffer;
   pos = 0;
+
+  constructor(bytes = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(bytes);
+  }
 
   ensure(bytes: number): void {
     if (this.pos + bytes <= this.buf.length) return;
@@ -427,52 +431,83 @@ function writeScope(w: Writer, scope: Scope): void {
   });
 }
 
-const writer = new Writer();
+/** The writer a batch is framed in, reused between exports (an export copies its bytes out). */
+const framing = new Writer();
 /** Room kept for the length of a batch's messages (up to 2 MiB); larger ones are moved once. */
 const BATCH_RESERVE = 3;
 /** Room kept for the length of a span (up to 16 KiB). */
 const SPAN_RESERVE = 2;
+/** A batch's first buffer for one scope's spans: a gateway request's two spans take about 1 KiB. */
+const GROUP_BYTES = 16 * 1024;
 
-/** `spans` as the body of an OTLP/HTTP protobuf export: by resource, then by scope, in the order first met. */
-export function encodeTraceExport(spans: ReadonlyArray<ReadableSpan>): Uint8Array {
-  const byResource = new Map<Resource, Map<Scope, ReadableSpan[]>>();
-  for (const span of spans) {
-    let byScope = byResource.get(span.resource);
-    if (byScope === undefined) byResource.set(span.resource, (byScope = new Map()));
-    let list = byScope.get(span.instrumentationScope);
-    if (list === undefined) byScope.set(span.instrumentationScope, (list = []));
-    list.push(span);
+/** One resource and scope's spans in a batch, each already its ScopeSpans `spans` field. */
+interface SpanGroup {
+  resource: Resource;
+  scope: Scope;
+  spans: Writer;
+}
+
+/**
+ * Spans encoded as they end, for one export: the span queue holds these bytes rather than the
+ * span objects, so that a span dies young (promoted, queued spans were the collector's work) and
+ * nothing but bytes waits for the export. `encode` frames them by resource, then by scope, in the
+ * order first met, as the SDK's serializer does.
+ */
+export class SpanBatch {
+  count = 0;
+  readonly #groups: SpanGroup[] = [];
+  #last: SpanGroup | undefined;
+
+  add(span: ReadableSpan): void {
+    let group = this.#last;
+    if (group === undefined || group.resource !== span.resource || group.scope !== span.instrumentationScope) group = this.#groupOf(span);
+    const w = group.spans;
+    w.tag(2, LEN);
+    const start = w.begin(SPAN_RESERVE);
+    writeSpan(w, span);
+    w.end(start, SPAN_RESERVE);
+    this.count += 1;
   }
-  const w = writer;
-  w.pos = 0;
-  for (const [resource, byScope] of byResource) {
-    w.tag(1, LEN);
-    const resourceSpans = w.begin(BATCH_RESERVE);
-    writeResource(w, resource);
-    for (const [scope, list] of byScope) {
-      w.tag(2, LEN);
-      const scopeSpans = w.begin(BATCH_RESERVE);
-      writeScope(w, scope);
-      for (const span of list) {
+
+  /** The batch as the body of an OTLP/HTTP protobuf export, in a buffer of its own (it can be transferred). */
+  encode(): Uint8Array {
+    const w = framing;
+    w.pos = 0;
+    const resources = [...new Set(this.#groups.map((g) => g.resource))];
+    for (const resource of resources) {
+      w.tag(1, LEN);
+      const resourceSpans = w.begin(BATCH_RESERVE);
+      writeResource(w, resource);
+      for (const group of this.#groups) {
+        if (group.resource !== resource) continue;
         w.tag(2, LEN);
-        const start = w.begin(SPAN_RESERVE);
-        writeSpan(w, span);
-        w.end(start, SPAN_RESERVE);
+        const scopeSpans = w.begin(BATCH_RESERVE);
+        writeScope(w, group.scope);
+        w.raw(group.spans.buf.subarray(0, group.spans.pos));
+        if (group.scope.schemaUrl) {
+          w.tag(3, LEN);
+          w.string(group.scope.schemaUrl);
+        }
+        w.end(scopeSpans, BATCH_RESERVE);
       }
-      if (scope.schemaUrl) {
+      if (resource.schemaUrl) {
         w.tag(3, LEN);
-        w.string(scope.schemaUrl);
+        w.string(resource.schemaUrl);
       }
-      w.end(scopeSpans, BATCH_RESERVE);
+      w.end(resourceSpans, BATCH_RESERVE);
     }
-    if (resource.schemaUrl) {
-      w.tag(3, LEN);
-      w.string(resource.schemaUrl);
-    }
-    w.end(resourceSpans, BATCH_RESERVE);
+    const bytes = w.copy(0);
+    // A batch far larger than usual should not keep its buffer for the life of the process.
+    if (w.buf.length > 4 * 1024 * 1024) w.buf = Buffer.allocUnsafe(64 * 1024);
+    return bytes;
   }
-  const bytes = w.copy(0);
-  // A batch far larger than usual should not keep its buffer for the life of the process.
-  if (w.buf.length > 4 * 1024 * 1024) w.buf = Buffer.allocUnsafe(64 * 1024);
-  return bytes;
+
+  #groupOf(span: ReadableSpan): SpanGroup {
+    const resource = span.resource;
+    const scope = span.instrumentationScope;
+    let group = this.#groups.find((g) => g.resource === resource && g.scope === scope);
+    if (group === undefined) this.#groups.push((group = { resource, scope, spans: new Writer(GROUP_BYTES) }));
+    this.#last = group;
+    return group;
+  }
 }

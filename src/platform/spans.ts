@@ -21,12 +21,12 @@ export interface Span {
 export interface SpanOrigin {
   resource: Resource;
   scope: InstrumentationScope;
-  /** The span processors (the queue meter, then the SDK's batch processor). */
+  /** Where an ended span goes: the span queue (span-queue.ts). */
   ended(span: ReadableSpan): void;
 }
 
 /**
- * A span the sampler kept, as the SDK's batch processor and OTLP exporter read one
+ * A span the sampler kept, as the SDK's span processors and serializer read one
  * (`ReadableSpan`), with its fields set directly. Not the SDK's `SpanImpl`, because of what that
  * costs per span and Warden does not need: it checks every attribute value (a `WeakSet` per value,
  * a third of the bytes tracing allocated), counts attributes against limits, reads two clocks at

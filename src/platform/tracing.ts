@@ -1,22 +1,18 @@
 import { createHash, randomBytes } from "node:crypto";
 import { trace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext } from "@opentelemetry/api";
-import { ExportResultCode, millisToHrTime, parseTraceParent, setGlobalErrorHandler, TraceState } from "@opentelemetry/core";
-import { createOtlpNetworkExportDelegate, OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
-import { convertLegacyHttpOptions, createOtlpHttpExporterMetrics } from "@opentelemetry/otlp-exporter-base/node-http";
-import { ProtobufTraceSerializer, TraceExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from "@opentelemetry/otlp-transformer";
+import { millisToHrTime, parseTraceParent, TraceState } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Logger } from "./logger.ts";
-import { encodeTraceExport } from "./otlp-encoding.ts";
-import { OtlpHttpTransport } from "./otlp-transport.ts";
+import { SpanExportThread } from "./span-export-thread.ts";
+import { SpanQueue } from "./span-queue.ts";
 import { foldOfBytes, foldOfHex, samplingDecider, type SamplerName, type SamplingDecider } from "./sampling.ts";
 import { RecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
 
 /**
- * Traces, through OpenTelemetry's SDK (its batch processor and OTLP/HTTP exporter; its samplers'
- * decisions, sampling.ts says why they are made there),
- * exported as protobuf when an endpoint is set; with none, there is no `Tracing` at all and
+ * Traces, exported over OTLP/HTTP as protobuf by OpenTelemetry's SDK exporter, from a thread of
+ * its own (span-export-thread.ts), when an endpoint is set; the SDK's batch processor's queue and
+ * its samplers' decisions are kept by Warden (span-queue.ts and sampling.ts say why); with none, there is no `Tracing` at all and
  * requests make no spans. The spans themselves are Warden's (spans.ts says why). Contexts are
  * passed by hand (no global context manager): the two places that make spans know their parent,
  * and AsyncLocalStorage would cost every request something.
@@ -100,70 +96,9 @@ class RandomPool {
   }
 }
 
-/**
- * Mirrors the batch processor's queue, for the metrics: the SDK keeps its count private. Given
- * each ended span just before it, it sees the span as the batch processor will (sampled spans only;
- * dropped once the queue is full), and the exporter below it tells when spans leave the queue.
- */
-class QueueMeter {
-  queued = 0;
-  readonly #maxQueueSize: number;
-  readonly #dropped: Counter;
-
-  constructor(maxQueueSize: number, dropped: Counter) {
-    this.#maxQueueSize = maxQueueSize;
-    this.#dropped = dropped;
-  }
-
-  onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return;
-    if (this.queued >= this.#maxQueueSize) this.#dropped.inc();
-    else this.queued += 1;
-  }
-}
-
-/** The OTLP exporter, counting what leaves the queue and what the collector refused. */
-function meteredExporter(inner: SpanExporter, meter: QueueMeter, exported: Counter, failed: Counter): SpanExporter {
-  return {
-    export(spans, done) {
-      meter.queued = Math.max(0, meter.queued - spans.length);
-      inner.export(spans, (result) => {
-        if (result.code === ExportResultCode.SUCCESS) exported.inc(spans.length);
-        else failed.inc(spans.length);
-        done(result);
-      });
-    },
-    shutdown: () => inner.shutdown(),
-    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
-  };
-}
-
-/** Spans encoded by Warden (otlp-encoding.ts says why), the collector's answer read by the SDK. */
-const traceSerializer: ISerializer<ReadableSpan[], IExportTraceServiceResponse> = {
-  serializeRequest: encodeTraceExport,
-  deserializeResponse: (data) => ProtobufTraceSerializer.deserializeResponse(data),
-};
-
-/**
- * The SDK's OTLP/HTTP protobuf span exporter (what `OTLPTraceExporter` of
- * @opentelemetry/exporter-trace-otlp-proto builds: its export queue, timeout, headers and
- * `OTEL_EXPORTER_OTLP_*` variables), with Warden's encoder in place of the SDK's serializer and
- * Warden's transport (otlp-transport.ts says why) in place of its node:http one.
- */
-function otlpExporter(settings: TracingSettings): SpanExporter {
-  // The batch processor's flush (at shutdown) sends every queued batch at once; the exporter
-  // refuses exports past its limit (30 by default), and those spans would be lost. As many as the
-  // queue can hold, and the one already out.
-  const concurrencyLimit = Math.max(30, Math.ceil(settings.maxQueueSize / settings.maxExportBatchSize) + 1);
-  const options = convertLegacyHttpOptions({ url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs, concurrencyLimit }, "TRACES", "v1/traces", {
-    "Content-Type": "application/x-protobuf",
-  });
-  const metrics = createOtlpHttpExporterMetrics("otlp_http_span_exporter", TraceExporterMetricsHelper, options.url, undefined);
-  return new OTLPExporterBase(createOtlpNetworkExportDelegate(options, traceSerializer, metrics, new OtlpHttpTransport(options)));
-}
-
 export class Tracing {
-  readonly #batch: BatchSpanProcessor;
+  readonly #queue: SpanQueue;
+  readonly #thread: SpanExportThread;
   readonly #sampled: SamplingDecider;
   readonly #origin: SpanOrigin;
   readonly #random = new RandomPool();
@@ -176,34 +111,35 @@ export class Tracing {
     const dropped = new Counter({ name: "warden_trace_spans_dropped_total", help: "Spans dropped because the export queue was full.", registers });
     const exported = new Counter({ name: "warden_trace_spans_exported_total", help: "Spans the OTLP collector accepted.", registers });
     const failed = new Counter({ name: "warden_trace_spans_export_failed_total", help: "Spans whose export failed (the collector refused them, or did not answer in time).", registers });
-    const meter = new QueueMeter(settings.maxQueueSize, dropped);
+    // A flush sends every queued batch at once; the SDK's exporter refuses exports past its limit
+    // (30 by default), and those spans would be lost. As many as the queue can hold, and the one already out.
+    const concurrencyLimit = Math.max(30, Math.ceil(settings.maxQueueSize / settings.maxExportBatchSize) + 1);
+    this.#thread = new SpanExportThread({ url: settings.url, headers: settings.headers, timeoutMs: settings.timeoutMs, concurrencyLimit });
+    const thread = this.#thread;
+    const queue = new SpanQueue(settings, {
+      send: (body, spans) => thread.send(body, spans),
+      dropped: () => dropped.inc(),
+      exported: (spans) => exported.inc(spans),
+      // One line each, never the headers (they may hold a token).
+      failed(spans, error) {
+        failed.inc(spans);
+        logger.warn({ component: "tracing", err: error }, "span export failed");
+      },
+    });
+    this.#queue = queue;
     new Gauge({
       name: "warden_trace_queue_spans",
       help: "Ended spans waiting to be exported.",
       registers,
       collect() {
-        this.set(meter.queued);
+        this.set(queue.queued);
       },
     });
-    const exporter = otlpExporter(settings);
-    // The SDK reports export failures here; one line each, never the headers (they may hold a token).
-    setGlobalErrorHandler((err) => logger.warn({ component: "tracing", err: err instanceof Error ? err.message : String(err) }, "span export failed"));
-    const batch = new BatchSpanProcessor({
-      exporter: meteredExporter(exporter, meter, exported, failed),
-      scheduledDelayMillis: settings.scheduleDelayMs,
-      maxQueueSize: settings.maxQueueSize,
-      maxExportBatchSize: settings.maxExportBatchSize,
-      exportTimeoutMillis: settings.timeoutMs,
-    });
-    this.#batch = batch;
     this.#origin = {
       // As the SDK's TracerProvider has them for `getTracer("warden")` and this resource.
       resource: resourceFromAttributes({ ...settings.resourceAttributes, "service.name": settings.serviceName }),
       scope: { name: "warden" },
-      ended(span) {
-        meter.onEnd(span);
-        batch.onEnd(span);
-      },
+      ended: (span) => queue.add(span),
     };
   }
 
@@ -308,11 +244,12 @@ export class Tracing {
 
   /** Sends what is queued, within the export timeout, and stops. */
   async shutdown(): Promise<void> {
-    await this.#batch.shutdown();
+    await this.#queue.shutdown();
+    await this.#thread.close();
   }
 
   async forceFlush(): Promise<void> {
-    await this.#batch.forceFlush();
+    await this.#queue.forceFlush();
   }
 }
 

@@ -1,0 +1,43 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { ExportResultCode } from "@opentelemetry/core";
+import { createOtlpNetworkExportDelegate, OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
+import { convertLegacyHttpOptions, createOtlpHttpExporterMetrics } from "@opentelemetry/otlp-exporter-base/node-http";
+import { ProtobufTraceSerializer, type IExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from "@opentelemetry/otlp-transformer";
+import { OtlpHttpTransport } from "./otlp-transport.ts";
+import type { SpanExportAnswer, SpanExportJob, SpanExportSettings } from "./span-export-thread.ts";
+
+/**
+ * The span exporter's thread (span-export-thread.ts says why it is a thread): the SDK's OTLP/HTTP
+ * protobuf exporter, as `OTLPTraceExporter` of @opentelemetry/exporter-trace-otlp-proto builds it
+ * (its timeout, headers, concurrency bound and `OTEL_EXPORTER_OTLP_*` variables), given batches
+ * already encoded (otlp-encoding.ts), and Warden's transport (otlp-transport.ts) in place of its
+ * node:http one.
+ */
+
+const settings = workerData as SpanExportSettings;
+
+/** The batches arrive encoded; the collector's answer is read by the SDK. */
+const serializer: ISerializer<SpanExportJob, IExportTraceServiceResponse> = {
+  serializeRequest: (job) => job.body,
+  deserializeResponse: (data) => ProtobufTraceSerializer.deserializeResponse(data),
+};
+/** For the SDK's own exporter metrics (`otel.sdk.exporter.*`, off without a meter provider). */
+const counted: IExporterMetricsHelper<SpanExportJob> = { name: "span", countItems: (job) => job.spans };
+
+const options = convertLegacyHttpOptions(
+  { url: settings.url, headers: settings.headers, timeoutMillis: settings.timeoutMs, concurrencyLimit: settings.concurrencyLimit },
+  "TRACES",
+  "v1/traces",
+  { "Content-Type": "application/x-protobuf" },
+);
+const metrics = createOtlpHttpExporterMetrics("otlp_http_span_exporter", counted, options.url, undefined);
+const exporter = new OTLPExporterBase(createOtlpNetworkExportDelegate(options, serializer, metrics, new OtlpHttpTransport(options)));
+
+const port = parentPort!;
+port.on("message", (job: SpanExportJob) => {
+  exporter.export(job, (result) => {
+    const answer: SpanExportAnswer =
+      result.code === ExportResultCode.SUCCESS ? { id: job.id, ok: true } : { id: job.id, ok: false, error: result.error?.message ?? "the export failed" };
+    port.postMessage(answer);
+  });
+});
