@@ -219,7 +219,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       // The access log: one line per request, built only when it is on.
       // On one logger made for it up front, not the request's child: making a child for every
       // request costs more than the line itself.
-      if (access?.enabled) access.write(accessLine(req, res.statusCode, latencyMs, trace));
+      if (access?.enabled) access.write(accessLine(req, res.statusCode, latencyMs, trace, ownRequestId === undefined));
       if (trace.span) endRequestSpan(tracing!, trace.span, req, res.statusCode, trace);
       const outcome: CallOutcome = {
         requestId: trace.requestId,
@@ -791,12 +791,16 @@ function hostOf(provider: ProviderConfig): string {
 /** The access lines' values that repeat from request to request (all but the request ID). */
 const repeated = new JsonTextMemo();
 
-/** The members of a request's access-log line, serialised (the writer adds level, time, bindings and msg). */
-function accessLine(req: IncomingMessage, status: number, latencyMs: number, trace: Trace): string {
+/**
+ * The members of a request's access-log line, serialised (the writer adds level, time, bindings
+ * and msg). `idMadeHere`: the request ID is the gateway's own (a UUID, or a trace ID in hex), which
+ * is its own JSON text between quotes; only a caller's needs the test.
+ */
+function accessLine(req: IncomingMessage, status: number, latencyMs: number, trace: Trace, idMadeHere: boolean): string {
   const url = req.url ?? "/";
   const query = url.indexOf("?");
   const line =
-    `"requestId":${jsonText(trace.requestId)},"method":${repeated.text(req.method)},"path":${repeated.text(query === -1 ? url : url.slice(0, query))},` +
+    `"requestId":${idMadeHere ? `"${trace.requestId}"` : jsonText(trace.requestId)},"method":${repeated.text(req.method)},"path":${repeated.text(query === -1 ? url : url.slice(0, query))},` +
     `"status":${status},"latencyMs":${latencyMs},"ttfbMs":${trace.ttfbMs ?? null},"keyId":${repeated.text(trace.key?.id)},` +
     `"model":${repeated.text(trace.model)},"provider":${repeated.text(trace.provider)},"inputTokens":${trace.usage?.inputTokens ?? 0},` +
     `"outputTokens":${trace.usage?.outputTokens ?? 0},"endpoint":${repeated.text(trace.endpoint)}`;
