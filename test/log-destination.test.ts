@@ -3,7 +3,7 @@ import { mkdtempSync, openSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { pino } from "pino";
 import { AccessLineWriter, jsonText, JsonTextMemo } from "../src/platform/access-line.ts";
 import { accessLogger, BatchedDestination } from "../src/platform/logger.ts";
@@ -106,6 +106,28 @@ describe("BatchedDestination", () => {
     expect(typeof time).toBe("number");
     expect(line).toEqual({ level: 30, service: "warden", component: "gateway", model, status: 200, msg: "request" });
     destination.end();
+  });
+
+  it("writes an access line's time as pino's epochTime writes it, whatever its milliseconds", () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const { file, fd } = tempFile();
+      const destination = new BatchedDestination(fd);
+      const logger = pino({ level: "info", base: { service: "warden" } }, destination);
+      const writer = new AccessLineWriter(accessLogger(logger, { component: "gateway" }));
+      const times = [1_764_031_200_000, 1_764_031_200_007, 1_764_031_200_070, 1_764_031_200_999, 1_764_031_201_000, 1_764_031_201_000, 1_764_031_199_001];
+      for (const time of times) {
+        vi.setSystemTime(time);
+        writer.write(`"n":${time}`);
+      }
+      destination.flushSync();
+      const lines = readFileSync(file, "latin1").trim().split("\n").map((l) => JSON.parse(l) as { time: number; n: number });
+      expect(lines.map((l) => l.time)).toEqual(times);
+      expect(readFileSync(file, "latin1")).toContain(`{"level":30,"time":1764031200007,"service":"warden","component":"gateway","n":1764031200007,"msg":"request"}\n`);
+      destination.end();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("writes what is waiting when it ends", () => {
