@@ -1,17 +1,18 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { ExportResultCode } from "@opentelemetry/core";
-import { createOtlpNetworkExportDelegate, OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
-import { convertLegacyHttpOptions, createOtlpHttpExporterMetrics } from "@opentelemetry/otlp-exporter-base/node-http";
+import { OTLPExporterBase } from "@opentelemetry/otlp-exporter-base";
+import { convertLegacyHttpOptions, createOtlpHttpExportDelegate } from "@opentelemetry/otlp-exporter-base/node-http";
 import { ProtobufTraceSerializer, type IExporterMetricsHelper, type ISerializer, type IExportTraceServiceResponse } from "@opentelemetry/otlp-transformer";
-import { OtlpHttpTransport } from "./otlp-transport.ts";
 import type { SpanExportAnswer, SpanExportJob, SpanExportSettings } from "./span-export-thread.ts";
 
 /**
  * The span exporter's thread (span-export-thread.ts says why it is a thread): the SDK's OTLP/HTTP
  * protobuf exporter, as `OTLPTraceExporter` of @opentelemetry/exporter-trace-otlp-proto builds it
- * (its timeout, headers, concurrency bound and `OTEL_EXPORTER_OTLP_*` variables), given batches
- * already encoded (otlp-encoding.ts), and Warden's transport (otlp-transport.ts) in place of its
- * node:http one.
+ * (its node:http transport, retries, timeout, headers, compression, concurrency bound and
+ * `OTEL_EXPORTER_OTLP_*` variables), given batches already encoded (otlp-encoding.ts). In this
+ * isolate its node:http objects cannot make the gateway's compiled code worse, so the SDK's own
+ * transport serves: undici, which the gateway's thread used for its exports before they moved
+ * here, would cost this thread some 12 MB more to load.
  */
 
 const settings = workerData as SpanExportSettings;
@@ -30,8 +31,7 @@ const options = convertLegacyHttpOptions(
   "v1/traces",
   { "Content-Type": "application/x-protobuf" },
 );
-const metrics = createOtlpHttpExporterMetrics("otlp_http_span_exporter", counted, options.url, undefined);
-const exporter = new OTLPExporterBase(createOtlpNetworkExportDelegate(options, serializer, metrics, new OtlpHttpTransport(options)));
+const exporter = new OTLPExporterBase(createOtlpHttpExportDelegate(options, serializer, "otlp_http_span_exporter", counted, undefined));
 
 const port = parentPort!;
 port.on("message", (job: SpanExportJob) => {
