@@ -85,6 +85,14 @@ describe("the trace queue", () => {
     expect(await sample(registry, "warden_trace_queue_spans")).toBe(0);
   });
 
+  it("cuts a batch larger than the queue to the queue's size, as the SDK does, and sends it when full", async () => {
+    const receiver = await receiverFor();
+    const { tracing, registry } = tracingAt(receiver.url, { maxQueueSize: 3, maxExportBatchSize: 10 });
+    endSpans(tracing, ["a", "b", "c"]);
+    await until(async () => (await sample(registry, "warden_trace_spans_exported_total")) === 3, "the full queue to be sent without waiting for the delay", 5_000);
+    expect(receiver.spans.map((s) => s.name)).toEqual(["a", "b", "c"]);
+  });
+
   it("sends a batch that is not full once its delay has passed", async () => {
     const receiver = await receiverFor();
     const { tracing } = tracingAt(receiver.url, { scheduleDelayMs: 50 });

@@ -39,7 +39,8 @@ export class SpanQueue {
   readonly #out = new Set<Promise<void>>();
 
   constructor(settings: SpanQueueSettings, outlet: SpanQueueOutlet) {
-    this.#settings = settings;
+    // As the SDK's: a batch larger than the queue could never fill, and is cut to the queue's size.
+    this.#settings = { ...settings, maxExportBatchSize: Math.min(settings.maxExportBatchSize, settings.maxQueueSize) };
     this.#outlet = outlet;
   }
 
