@@ -61,6 +61,16 @@ describe("the span exporter's thread, against collectors on loopback", () => {
     expect(c.posts[0]!.headers.authorization).toBe("Bearer t");
   });
 
+  it("answers a batch it cannot take (its buffer already handed over) as failed, without throwing", async () => {
+    const c = await collector((_n, res) => res.writeHead(200).end());
+    const thread = threadTo(c.url);
+    const body = data();
+    expect(await thread.send(body, 1)).toEqual({ id: 1, ok: true });
+    expect(await thread.send(body, 1)).toEqual({ id: 2, ok: false, error: expect.stringMatching(/^the batch could not be handed to the span exporter: /) });
+    expect(await thread.send(data(), 1)).toEqual({ id: 3, ok: true });
+    expect(c.posts).toHaveLength(2);
+  });
+
   it("retries a 503 after its Retry-After, and a 429, then delivers", async () => {
     const c = await collector((n, res) => {
       if (n === 1) res.writeHead(503, { "retry-after": "0" }).end();

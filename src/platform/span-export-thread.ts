@@ -57,7 +57,11 @@ export class SpanExportThread {
       });
       if (this.#pending.size === 1) worker.ref();
       const job: SpanExportJob = { id, body, spans };
-      worker.postMessage(job, [body.buffer as ArrayBuffer]);
+      try {
+        worker.postMessage(job, [body.buffer as ArrayBuffer]);
+      } catch (err) {
+        this.#settle({ id, ok: false, error: `the batch could not be handed to the span exporter: ${err instanceof Error ? err.message : String(err)}` });
+      }
     });
   }
 
