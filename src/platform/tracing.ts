@@ -12,10 +12,11 @@ import { RecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
 /**
  * Traces, exported over OTLP/HTTP as protobuf by OpenTelemetry's SDK exporter, from a thread of
  * its own (span-export-thread.ts), when an endpoint is set; the SDK's batch processor's queue and
- * its samplers' decisions are kept by Warden (span-queue.ts and sampling.ts say why); with none, there is no `Tracing` at all and
- * requests make no spans. The spans themselves are Warden's (spans.ts says why). Contexts are
- * passed by hand (no global context manager): the two places that make spans know their parent,
- * and AsyncLocalStorage would cost every request something.
+ * its samplers' decisions are kept by Warden (span-queue.ts and sampling.ts say why). With no
+ * endpoint there is no `Tracing` at all, and requests make no spans. The spans themselves are
+ * Warden's (spans.ts says why). Contexts are passed by hand (no global context manager): the two
+ * places that make spans know their parent, and AsyncLocalStorage would cost every request
+ * something.
  *
  * The gateway spec makes `X-Request-ID` the trace ID: a 32-hex-digit ID is the trace ID as is, any
  * other is mapped to one (the first 16 bytes of its SHA-256). With no X-Request-ID, the trace ID
