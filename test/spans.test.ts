@@ -9,8 +9,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { encodeTraceExport } from "./support/otlp-encoded.ts";
 import { RecordedSpan, type SpanOrigin } from "../src/platform/spans.ts";
 import type { SamplerName } from "../src/platform/sampling.ts";
-import { Tracing, type TracingSettings } from "../src/platform/tracing.ts";
+import { Tracing } from "../src/platform/tracing.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./support/otlp-receiver.ts";
+import { tracingSettings } from "./support/tracing-settings.ts";
 
 /**
  * Warden's spans (src/platform/spans.ts) stand in for the SDK's: the SDK's serializer must read
@@ -78,18 +79,7 @@ describe("Tracing's spans", () => {
 
   async function traced(sampler: SamplerName, samplerRatio: number): Promise<Tracing> {
     receiver = await startOtlpReceiver();
-    const settings: TracingSettings = {
-      url: `${receiver.url}/v1/traces`,
-      headers: {},
-      timeoutMs: 5_000,
-      serviceName: "warden-test",
-      resourceAttributes: {},
-      sampler,
-      samplerRatio,
-      scheduleDelayMs: 5_000,
-      maxQueueSize: 2_048,
-      maxExportBatchSize: 512,
-    };
+    const settings = tracingSettings(receiver.url, { sampler, samplerRatio, scheduleDelayMs: 5_000 });
     return (tracing = new Tracing(settings, new Registry(), pino({ level: "silent" })));
   }
 

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SpanExportThread } from "../src/platform/span-export-thread.ts";
 import { Tracing, type TracingSettings } from "../src/platform/tracing.ts";
 import { startOtlpReceiver, type OtlpReceiver, type OtlpReceiverOptions } from "./support/otlp-receiver.ts";
+import { tracingSettings } from "./support/tracing-settings.ts";
 import { until } from "./support/wait.ts";
 
 /**
@@ -21,22 +22,6 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-function settings(url: string, overrides: Partial<TracingSettings>): TracingSettings {
-  return {
-    url: `${url}/v1/traces`,
-    headers: {},
-    timeoutMs: 5_000,
-    serviceName: "warden-test",
-    resourceAttributes: {},
-    sampler: "parentbased_always_on",
-    samplerRatio: 1,
-    scheduleDelayMs: 60_000,
-    maxQueueSize: 2_048,
-    maxExportBatchSize: 512,
-    ...overrides,
-  };
-}
-
 function tracingAt(url: string, overrides: Partial<TracingSettings>): { tracing: Tracing; registry: Registry; lines: Record<string, unknown>[] } {
   const registry = new Registry();
   const lines: Record<string, unknown>[] = [];
@@ -46,7 +31,7 @@ function tracingAt(url: string, overrides: Partial<TracingSettings>): { tracing:
       done();
     },
   });
-  const tracing = new Tracing(settings(url, overrides), registry, pino({ level: "info" }, sink));
+  const tracing = new Tracing(tracingSettings(url, overrides), registry, pino({ level: "info" }, sink));
   closers.push(() => tracing.shutdown());
   return { tracing, registry, lines };
 }
