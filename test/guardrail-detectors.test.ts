@@ -616,9 +616,9 @@ describe("rule literals", () => {
     };
     const words = ["ab", "ba", "abc", "ca", "bb", "c a", "ä"];
     const list = <T,>(most: number, item: () => T): T[] => Array.from({ length: 1 + next(most) }, item);
-    const expressions = Array.from({ length: 40 }, (_, e) =>
-      e % 7 === 0 ? undefined : list(2, () => list(3, () => list(3, () => words[next(words.length)]!))),
-    );
+    const branch = (): string[][] => list(3, () => list(3, () => words[next(words.length)]!));
+    // Some with no literals at all, and some with a branch that requires nothing: both always run.
+    const expressions = Array.from({ length: 40 }, (_, e) => (e % 7 === 0 ? undefined : e % 11 === 4 ? [branch(), []] : list(2, branch)));
     const filter = new LiteralFilter(expressions);
     let runs = 0;
     for (let t = 0; t < 2000; t++) {

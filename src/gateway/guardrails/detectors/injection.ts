@@ -282,9 +282,11 @@ export function ruleFamilies(
     filter.read(text);
     // Indexed, not entries(): this loop runs for every rule and variant of every text checked.
     for (let index = 0; index < rules.length; index++) {
+      // Most rules cannot match the text: the filter's answer first, then the rule.
+      if (!filter.mayMatch(index)) continue;
       const r = rules[index]!;
       const family = familyOf[index]!;
-      if (strongest[family]! >= r.weight || !filter.mayMatch(index)) continue;
+      if (strongest[family]! >= r.weight) continue;
       const m = r.pattern.exec(text);
       if (!m) continue;
       let mention = false;

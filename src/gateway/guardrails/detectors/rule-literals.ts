@@ -357,8 +357,11 @@ export class LiteralSet {
 
 /**
  * Expressions with their literals, scanned for once per text: `mayMatch(i)` is false when
- * expression i cannot match. Each found literal marks the requirements it meets, so a text costs
- * the literals it has, not a look at every expression's lists.
+ * expression i cannot match. Each found literal marks the requirements it meets, and a branch
+ * whose requirements are all met marks its expression, so a text costs the literals it has, and
+ * `mayMatch` is one byte read: the injection rules ask it for each of their hundred expressions
+ * on every text, and walking each one's branches there was the rule loop's largest cost
+ * (docs/performance.md, "The detectors' rule loops").
  */
 export class LiteralFilter {
   readonly #set: LiteralSet;
@@ -366,18 +369,23 @@ export class LiteralFilter {
   readonly #userStart: Int32Array;
   readonly #userBranch: Int32Array;
   readonly #userBit: Int32Array;
-  /** Per expression, its branches: [#branchStart[e], #branchStart[e + 1]); none: it always runs. */
-  readonly #branchStart: Int32Array;
   /** Per branch, the bits of all its requirements. */
   readonly #full: Int32Array;
   /** Per branch, the bits of the requirements the last text met. */
   readonly #met: Int32Array;
+  /** Per branch, its expression. */
+  readonly #expressionOf: Int32Array;
+  /** Per expression, 1 when it runs whatever the text (it has a branch that requires nothing). */
+  readonly #always: Uint8Array;
+  /** Per expression, 1 when the last text met all the requirements of one of its branches, or it always runs. */
+  readonly #may: Uint8Array;
 
   constructor(branchesPerExpression: readonly (readonly Branch[] | undefined)[]) {
     this.#set = new LiteralSet(branchesPerExpression.flatMap((b) => b?.flat(2) ?? []));
     const branches = branchesPerExpression.flatMap((b) => b ?? []);
-    this.#branchStart = new Int32Array(branchesPerExpression.length + 1);
-    branchesPerExpression.forEach((b, e) => (this.#branchStart[e + 1] = this.#branchStart[e]! + (b?.length ?? 0)));
+    this.#expressionOf = Int32Array.from(branchesPerExpression.flatMap((b, e) => (b ?? []).map(() => e)));
+    this.#always = Uint8Array.from(branchesPerExpression, (b) => (b === undefined || b.length === 0 || b.some((requirements) => requirements.length === 0) ? 1 : 0));
+    this.#may = new Uint8Array(branchesPerExpression.length);
     this.#full = new Int32Array(branches.length);
     this.#met = new Int32Array(branches.length);
     const users: { branch: number; bit: number }[][] = [];
@@ -400,17 +408,19 @@ export class LiteralFilter {
   read(text: string): void {
     this.#set.scan(text);
     const met = this.#met;
+    const full = this.#full;
+    const may = this.#may;
     met.fill(0);
+    may.set(this.#always);
     for (const id of this.#set.foundIds()) {
-      for (let k = this.#userStart[id]!, end = this.#userStart[id + 1]!; k < end; k++) met[this.#userBranch[k]!]! |= this.#userBit[k]!;
+      for (let k = this.#userStart[id]!, end = this.#userStart[id + 1]!; k < end; k++) {
+        const branch = this.#userBranch[k]!;
+        if ((met[branch]! |= this.#userBit[k]!) === full[branch]) may[this.#expressionOf[branch]!] = 1;
+      }
     }
   }
 
   mayMatch(expression: number): boolean {
-    const first = this.#branchStart[expression]!;
-    const end = this.#branchStart[expression + 1]!;
-    if (first === end) return true;
-    for (let b = first; b < end; b++) if (this.#met[b] === this.#full[b]) return true;
-    return false;
+    return this.#may[expression] === 1;
   }
 }
