@@ -90,7 +90,8 @@ interface TrieNode {
 
 interface Term {
   id: number;
-  category: ContentCategory;
+  /** The term's category, by its place in CONTENT_CATEGORIES. */
+  slot: number;
   weight: number;
 }
 
@@ -156,7 +157,7 @@ export function createContentDetector(
     if (!entry) continue;
     for (const [phrase, weight] of Object.entries(entry.terms)) {
       const words = phrase.split(" ");
-      const term: Term = { id: nextId++, category, weight };
+      const term: Term = { id: nextId++, slot: CONTENT_CATEGORIES.indexOf(category), weight };
       let node = root;
       for (let i = 0; i < words.length; i++) {
         const word = words[i] ?? "";
@@ -180,14 +181,32 @@ export function createContentDetector(
   // Each expression with the literals it cannot match without (rule-literals.ts): most texts lack
   // some of an expression's literals, and a lookup is cheaper than running it.
   const patterns = CONTENT_CATEGORIES.flatMap((category) =>
-    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ category, weight, source, pattern: new RegExp(source, "u") })),
+    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ slot: CONTENT_CATEGORIES.indexOf(category), weight, source, pattern: new RegExp(source, "u") })),
   );
   const idioms = file.idioms.map((source) => new RegExp(source, "gu"));
   // Idioms first, then patterns: one scan finds the literals of both.
   const filter = new LiteralFilter([...file.idioms.map(requiredLiterals), ...patterns.map((p) => requiredLiterals(p.source))]);
   const negators = new Set(file.negators);
+  // Sums and scores by category position, not by name: a property named by a variable that takes
+  // six names is a megamorphic load or store, some 100 instructions each, and a text's check made
+  // some thirty of them (docs/performance.md, "The detectors' rule loops"). Not re-entrant, as the
+  // literal filter is not.
+  const sums = new Float64Array(CONTENT_CATEGORIES.length);
+  const scores = new Float64Array(CONTENT_CATEGORIES.length);
+  const defaults = Float64Array.from(CONTENT_CATEGORIES, (c) => thresholds[c]);
+  /** Each overrides object's thresholds by position (a guardrail's, kept as long as its snapshot). */
+  const resolved = new WeakMap<Partial<Record<ContentCategory, number>>, Float64Array>();
+  const thresholdsOf = (overrides: Partial<Record<ContentCategory, number>>): Float64Array => {
+    let list = resolved.get(overrides);
+    if (!list) {
+      list = Float64Array.from(CONTENT_CATEGORIES, (c) => overrides[c] ?? thresholds[c]);
+      resolved.set(overrides, list);
+    }
+    return list;
+  };
 
-  const score = (text: string): Record<ContentCategory, number> => {
+  /** Fills `scores`, by category position. */
+  const scoreInto = (text: string): void => {
     let norm = normalizeForContent(text);
     // Blanking turns an idiom into a run of spaces, which makes no idiom literal; the patterns read
     // the blanked text, scanned again only when something was blanked (rarely).
@@ -196,7 +215,7 @@ export function createContentDetector(
     for (let i = 0; i < idioms.length; i++) if (filter.mayMatch(i)) norm = norm.replace(idioms[i]!, (m) => " ".repeat(m.length));
     if (norm !== read) filter.read(norm);
     const words = tokens(norm);
-    const sums: Record<ContentCategory, number> = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
+    sums.fill(0);
     // Terms already credited, made when the first is (most texts have none).
     let seen: Set<number> | undefined;
     const credit = (term: Term, start: number): void => {
@@ -207,7 +226,7 @@ export function createContentDetector(
       seen ??= new Set();
       if (seen.has(term.id)) w /= 5;
       seen.add(term.id);
-      sums[term.category] += w;
+      sums[term.slot]! += w;
     };
     for (let i = 0; i < words.length; i++) {
       let node: TrieNode | undefined = root;
@@ -221,23 +240,24 @@ export function createContentDetector(
     }
     for (let i = 0; i < patterns.length; i++) {
       const p = patterns[i]!;
-      if (filter.mayMatch(idioms.length + i) && p.pattern.test(norm)) sums[p.category] += p.weight;
+      if (filter.mayMatch(idioms.length + i) && p.pattern.test(norm)) sums[p.slot]! += p.weight;
     }
-    const out = { hate: 0, harassment: 0, violence: 0, sexual: 0, self_harm: 0, profanity: 0 };
     // A safe context (a game, a film) weighs negatively; a score is never below 0.
-    for (const c of CONTENT_CATEGORIES) out[c] = Math.round((1 - Math.exp(-Math.max(0, sums[c]))) * 10000) / 10000;
-    return out;
+    for (let c = 0; c < sums.length; c++) scores[c] = Math.round((1 - Math.exp(-Math.max(0, sums[c]!))) * 10000) / 10000;
   };
 
   return {
     thresholds,
-    score,
-    flagged(text, overrides = {}) {
-      const scores = score(text);
+    score(text) {
+      scoreInto(text);
+      // In the order of CONTENT_CATEGORIES.
+      return { hate: scores[0]!, harassment: scores[1]!, violence: scores[2]!, sexual: scores[3]!, self_harm: scores[4]!, profanity: scores[5]! };
+    },
+    flagged(text, overrides) {
+      scoreInto(text);
+      const over = overrides ? thresholdsOf(overrides) : defaults;
       const found: { category: ContentCategory; score: number }[] = [];
-      for (const category of CONTENT_CATEGORIES) {
-        if (scores[category] >= (overrides[category] ?? thresholds[category])) found.push({ category, score: scores[category] });
-      }
+      for (let c = 0; c < scores.length; c++) if (scores[c]! >= over[c]!) found.push({ category: CONTENT_CATEGORIES[c]!, score: scores[c]! });
       return found.length > 1 ? found.sort((a, b) => b.score - a.score) : found;
     },
   };
