@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { DatabaseDeadlines } from "../../db/deadlines.ts";
-import { arrayLiteral } from "../../db/array-literal.ts";
+import { arrayLiteral, type ArrayElement } from "../../db/array-literal.ts";
 import { createPool } from "../../db/pools.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { BatchWriter, isDataError } from "./batch-writer.ts";
@@ -102,16 +102,28 @@ function clamp(value: number, max: number): number {
   return Number.isFinite(value) ? Math.min(max, Math.max(0, Math.floor(value))) : value > 0 ? max : 0;
 }
 
-function columnValues(batch: RequestLogEntry[]): string[] {
+/** A row's values, in the order of `columns`. */
+function rowOf(e: RequestLogEntry): ArrayElement[] {
   return [
-    batch.map((e) => e.requestId), batch.map((e) => e.time.getTime()), batch.map((e) => e.workspaceId), batch.map((e) => e.keyId),
-    batch.map((e) => e.userId), batch.map((e) => `{${e.groupIds.join(",")}}`), batch.map((e) => e.endpoint),
-    batch.map((e) => e.model), batch.map((e) => e.provider), batch.map((e) => e.status), batch.map((e) => e.errorType),
-    batch.map((e) => e.latencyMs), batch.map((e) => e.ttfbMs), batch.map((e) => e.inputTokens),
-    batch.map((e) => e.outputTokens), batch.map((e) => e.tokensEstimated), batch.map((e) => e.guardrailVerdict),
-    batch.map((e) => e.superseded ?? false), batch.map((e) => e.cachedInputTokens ?? 0), batch.map((e) => e.costUsd ?? null),
-    batch.map((e) => (e.redactions ? JSON.stringify(e.redactions) : null)),
-  ].map(arrayLiteral);
+    e.requestId, e.time.getTime(), e.workspaceId, e.keyId, e.userId, `{${e.groupIds.join(",")}}`, e.endpoint, e.model, e.provider,
+    e.status, e.errorType, e.latencyMs, e.ttfbMs, e.inputTokens, e.outputTokens, e.tokensEstimated, e.guardrailVerdict,
+    e.superseded ?? false, e.cachedInputTokens ?? 0, e.costUsd ?? null, e.redactions ? JSON.stringify(e.redactions) : null,
+  ];
+}
+
+/**
+ * The batch's columns, each one array literal, in one pass over its rows. A `batch.map` per column
+ * made 21 closures per write, and V8 optimized them anew every few thousand requests: with
+ * `--trace-opt`, 63 of a gateway's 81 optimizing compilations over 20,000 calls at steady state,
+ * on its one core.
+ */
+function columnValues(batch: RequestLogEntry[]): string[] {
+  const values = columns.map(() => new Array<ArrayElement>(batch.length));
+  for (let i = 0; i < batch.length; i++) {
+    const row = rowOf(batch[i]!);
+    for (let k = 0; k < row.length; k++) values[k]![i] = row[k];
+  }
+  return values.map(arrayLiteral);
 }
 
 /**
