@@ -111,10 +111,21 @@ export class NgramCounter {
     let bigram = 0;
     let first = true;
     for (const word of tokens) {
-      table.bump(hashString(SEED_WORD, word) & mask);
-      if (!first) table.bump(fnvChars(bigram, word) & mask);
+      // The word's unigram, its bigram with the word before and the start of its bigram with the
+      // next: three hashes of its characters, in one pass.
+      let unigram = FNV_OFFSET ^ SEED_WORD;
+      let pair = bigram;
+      let next = FNV_OFFSET ^ SEED_BIGRAM;
+      for (let i = 0; i < word.length; i++) {
+        const code = word.charCodeAt(i);
+        unigram = fnvStep(unigram, code);
+        pair = fnvStep(pair, code);
+        next = fnvStep(next, code);
+      }
+      table.bump(unigram & mask);
+      if (!first) table.bump(pair & mask);
       first = false;
-      bigram = fnvStep(hashString(SEED_BIGRAM, word), SPACE);
+      bigram = fnvStep(next, SPACE);
       // Character n-grams of " word ", the padding read in place.
       const padded = word.length + 2;
       for (let i = 0; i + charMin <= padded; i++) {
