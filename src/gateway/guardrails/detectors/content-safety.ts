@@ -152,12 +152,12 @@ export function createContentDetector(
   // Build the word trie.
   const root = newNode();
   let nextId = 0;
-  for (const category of CONTENT_CATEGORIES) {
+  for (const [slot, category] of CONTENT_CATEGORIES.entries()) {
     const entry = file.categories[category];
     if (!entry) continue;
     for (const [phrase, weight] of Object.entries(entry.terms)) {
       const words = phrase.split(" ");
-      const term: Term = { id: nextId++, slot: CONTENT_CATEGORIES.indexOf(category), weight };
+      const term: Term = { id: nextId++, slot, weight };
       let node = root;
       for (let i = 0; i < words.length; i++) {
         const word = words[i] ?? "";
@@ -180,8 +180,8 @@ export function createContentDetector(
   }
   // Each expression with the literals it cannot match without (rule-literals.ts): most texts lack
   // some of an expression's literals, and a lookup is cheaper than running it.
-  const patterns = CONTENT_CATEGORIES.flatMap((category) =>
-    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ slot: CONTENT_CATEGORIES.indexOf(category), weight, source, pattern: new RegExp(source, "u") })),
+  const patterns = CONTENT_CATEGORIES.flatMap((category, slot) =>
+    (file.categories[category]?.patterns ?? []).map(([source, weight]) => ({ slot, weight, source, pattern: new RegExp(source, "u") })),
   );
   const idioms = file.idioms.map((source) => new RegExp(source, "gu"));
   // Idioms first, then patterns: one scan finds the literals of both.
@@ -249,9 +249,9 @@ export function createContentDetector(
   return {
     thresholds,
     score(text) {
+      // Off the gateway's path (the guardrails call flagged): by name, as CONTENT_CATEGORIES orders them.
       scoreInto(text);
-      // In the order of CONTENT_CATEGORIES.
-      return { hate: scores[0]!, harassment: scores[1]!, violence: scores[2]!, sexual: scores[3]!, self_harm: scores[4]!, profanity: scores[5]! };
+      return Object.fromEntries(CONTENT_CATEGORIES.map((c, slot) => [c, scores[slot]!])) as Record<ContentCategory, number>;
     },
     flagged(text, overrides) {
       scoreInto(text);
