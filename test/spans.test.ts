@@ -8,7 +8,7 @@ import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeTraceExport } from "./support/otlp-encoded.ts";
 import { RecordedSpan, type SpanOrigin } from "../src/platform/spans.ts";
-import type { SamplerName } from "../src/platform/sampling.ts";
+import { foldOfHex, samplingDecider, type SamplerName } from "../src/platform/sampling.ts";
 import { Tracing } from "../src/platform/tracing.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./support/otlp-receiver.ts";
 import { tracingSettings } from "./support/tracing-settings.ts";
@@ -88,6 +88,7 @@ describe("Tracing's spans", () => {
   for (const sampler of ["traceidratio", "parentbased_traceidratio"] as const) {
     it(`${sampler}: a request's children are kept exactly when the request is`, async () => {
       const t = await traced(sampler, 0.5);
+      const decide = samplingDecider(sampler, 0.5);
       const kept = new Set<string>();
       for (let i = 0; i < 200; i++) {
         const { span, requestId } = t.startRequest("POST", none, {});
@@ -95,6 +96,9 @@ describe("Tracing's spans", () => {
         const traceparent = t.headersFor(child).traceparent!;
         expect(traceparent.slice(3, 35)).toBe(requestId);
         expect(traceparent.endsWith(span.isRecording() ? "-01" : "-00")).toBe(true);
+        // The decision is the sampler's of the trace ID as written (its hex, not only its bytes).
+        expect(span.isRecording()).toBe(decide(foldOfHex(requestId), undefined));
+        expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
         if (span.isRecording()) kept.add(requestId);
         t.step(span, "guardrails", performance.now() - 1, performance.now());
         t.end(child);

@@ -6,7 +6,7 @@ import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace";
 /**
  * What the gateway and the management API do with a span: OpenTelemetry's `Span`, less what
  * Warden never calls (events, links after the start, exceptions). Ending one is `Tracing`'s.
- * A span the sampler left out is the API's non-recording span, which has all of these.
+ * A span the sampler left out is an `UnrecordedSpan`, which has all of these and does nothing.
  */
 export interface Span {
   spanContext(): SpanContext;
@@ -15,6 +15,45 @@ export interface Span {
   setAttributes(attributes: Attributes): this;
   setStatus(status: SpanStatus): this;
   updateName(name: string): this;
+}
+
+/**
+ * A request the sampler left out: its context, and the W3C headers that carry it (and the
+ * decision not to sample) to the calls it sends on, made once with the context. What it is asked
+ * to record it drops, as the API's non-recording span does.
+ */
+export class UnrecordedSpan implements Span {
+  readonly #context: SpanContext;
+  readonly headers: { traceparent: string; tracestate?: string };
+
+  constructor(context: SpanContext, headers: { traceparent: string; tracestate?: string }) {
+    this.#context = context;
+    this.headers = headers;
+  }
+
+  spanContext(): SpanContext {
+    return this.#context;
+  }
+
+  isRecording(): boolean {
+    return false;
+  }
+
+  setAttribute(): this {
+    return this;
+  }
+
+  setAttributes(): this {
+    return this;
+  }
+
+  setStatus(): this {
+    return this;
+  }
+
+  updateName(): this {
+    return this;
+  }
 }
 
 /** What every span of one process shares: where it was made, and where it goes when it ends. */

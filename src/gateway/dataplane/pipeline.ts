@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";
 import { accessLogger, type Logger } from "../../platform/logger.ts";
-import { AccessLineWriter, jsonText, JsonTextMemo } from "../../platform/access-line.ts";
+import { AccessLineWriter } from "../../platform/access-line.ts";
 import { spanFailed, SpanKind, type Span, type Tracing } from "../../platform/tracing.ts";
 import type { Attributes } from "@opentelemetry/api";
 import { hashKey } from "../../workspaces/keys.ts";
@@ -20,6 +20,7 @@ import { readProviderError, readProviderErrorBody } from "../providers/errors.ts
 import { sseEvents, type SseEvent } from "../providers/sse.ts";
 import { formats } from "../formats/translate.ts";
 import type { EndpointSpec } from "../endpoints/specs.ts";
+import { AccessMembers } from "./access-line.ts";
 import { ServerTiming } from "./server-timing.ts";
 import { nowSeconds, passedStream, translatedStream, type OutgoingStream } from "./streams.ts";
 import type { Upstream, UpstreamResponse } from "../providers/upstream.ts";
@@ -178,6 +179,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
   const bodies = deps.bodies ?? createRequestBodies();
   const cooldown = deps.cooldown ?? new Cooldown();
   const access = deps.accessLog ? new AccessLineWriter(accessLogger(deps.logger)) : undefined;
+  const accessMembers = new AccessMembers();
   const tracing = deps.tracing;
 
   /**
@@ -199,7 +201,9 @@ export function createGatewayHandler(deps: PipelineDeps) {
     let span: Span | undefined;
     if (tracing) {
       // With tracing, a request without an ID takes its trace's (docs/operations.md, "Traces").
-      const traceHeaders = { requestId: ownRequestId, traceparent: headerValue(req, "traceparent"), tracestate: headerValue(req, "tracestate") };
+      // W3C Trace Context: a tracestate without a traceparent is not read.
+      const traceparent = headerValue(req, "traceparent");
+      const traceHeaders = { requestId: ownRequestId, traceparent, tracestate: traceparent === undefined ? undefined : headerValue(req, "tracestate") };
       ({ span, requestId } = tracing.startRequest(req.method ?? "", traceHeaders, { "http.request.method": req.method ?? "" }));
     } else if (ownRequestId === undefined) {
       requestId = randomUUID();
@@ -219,7 +223,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
       // The access log: one line per request, built only when it is on.
       // On one logger made for it up front, not the request's child: making a child for every
       // request costs more than the line itself.
-      if (access?.enabled) access.write(accessLine(req, res.statusCode, latencyMs, trace, ownRequestId === undefined));
+      if (access?.enabled) access.write(accessMembers.line(req, res.statusCode, latencyMs, trace, ownRequestId === undefined));
       if (trace.span) endRequestSpan(tracing!, trace.span, req, res.statusCode, trace);
       const outcome: CallOutcome = {
         requestId: trace.requestId,
@@ -786,25 +790,6 @@ function hostOf(provider: ProviderConfig): string {
   let host = hosts.get(provider);
   if (host === undefined) hosts.set(provider, (host = URL.parse(provider.baseUrl)?.hostname ?? ""));
   return host;
-}
-
-/** The access lines' values that repeat from request to request (all but the request ID). */
-const repeated = new JsonTextMemo();
-
-/**
- * The members of a request's access-log line, serialised (the writer adds level, time, bindings
- * and msg). `idMadeHere`: the request ID is the gateway's own (a UUID, or a trace ID in hex), which
- * is its own JSON text between quotes; only a caller's needs the test.
- */
-function accessLine(req: IncomingMessage, status: number, latencyMs: number, trace: Trace, idMadeHere: boolean): string {
-  const url = req.url ?? "/";
-  const query = url.indexOf("?");
-  const line =
-    `"requestId":${idMadeHere ? `"${trace.requestId}"` : jsonText(trace.requestId)},"method":${repeated.text(req.method)},"path":${repeated.text(query === -1 ? url : url.slice(0, query))},` +
-    `"status":${status},"latencyMs":${latencyMs},"ttfbMs":${trace.ttfbMs ?? null},"keyId":${repeated.text(trace.key?.id)},` +
-    `"model":${repeated.text(trace.model)},"provider":${repeated.text(trace.provider)},"inputTokens":${trace.usage?.inputTokens ?? 0},` +
-    `"outputTokens":${trace.usage?.outputTokens ?? 0},"endpoint":${repeated.text(trace.endpoint)}`;
-  return trace.errorType ? `${line},"errorType":${repeated.text(trace.errorType)}` : line;
 }
 
 /** Whether a header value may be sent back as is: what Node's setHeader takes, and not too long. */
