@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import http from "node:http";
 import type { Registry } from "prom-client";
 import type { AddressInfo } from "node:net";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { Dispatcher } from "undici";
 import { BodyTooLarge } from "./http.ts";
 

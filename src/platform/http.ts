@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { IncomingMessage } from "node:http";
 import type { Readable } from "node:stream";
 import type { JsonValue } from "@bufbuild/protobuf";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { pino, type Logger } from "pino";
 
 export type { Logger };

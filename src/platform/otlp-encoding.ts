@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { AttributeValue, Attributes, HrTime, SpanContext } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 

@@ -1,3 +1,5 @@
+import { performance } from "node:perf_hooks";
+import { Buffer } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import http from "node:http";
 import http2 from "node:http2";

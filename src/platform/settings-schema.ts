@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { isIP } from "node:net";
 import { z } from "zod";
 import { defaultLeaseTtlMs } from "../gateway/limits/types.ts";

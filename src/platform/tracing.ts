@@ -1,3 +1,5 @@
+import { performance } from "node:perf_hooks";
+import { Buffer } from "node:buffer";
 import { createHash, randomBytes } from "node:crypto";
 import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext } from "@opentelemetry/api";
 import { millisToHrTime, parseTraceParent, TraceState } from "@opentelemetry/core";

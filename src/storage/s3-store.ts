@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { GetObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
 import { createPresignedPost } from "@aws-sdk/s3-presigned-post";
 import { Code, ConnectError } from "@connectrpc/connect";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
 import { permissionDenied } from "../platform/errors.ts";
 

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import { jsonText, JsonTextMemo } from "../../platform/access-line.ts";
 

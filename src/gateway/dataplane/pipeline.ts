@@ -1,3 +1,5 @@
+import { performance } from "node:perf_hooks";
+import { Buffer } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { bearerToken, BodyTooLarge, readBody, respondJson } from "../../platform/http.ts";

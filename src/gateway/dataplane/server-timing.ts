@@ -1,3 +1,5 @@
+import { performance } from "node:perf_hooks";
+
 /**
  * The gateway's own time per step of one request, for the `Server-Timing` response header (when
  * WARDEN_GATEWAY_SERVER_TIMING is on): callers see what the gateway added to their call, step by

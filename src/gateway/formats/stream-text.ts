@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { rewriteAnswerText } from "../endpoints/caller-text.ts";
 import { SseEvent } from "../providers/sse.ts";
 import type { StreamEvent } from "./canonical.ts";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { GatewayError } from "../dataplane/errors.ts";
 import type { CanonicalRequest } from "./canonical.ts";
 import { chatFormat } from "./chat.ts";

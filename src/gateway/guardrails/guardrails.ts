@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { Logger } from "../../platform/logger.ts";
 import type { GuardrailConfig, GuardrailStage } from "../config/types.ts";
 import {

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { gatewayAtCapacity, GatewayError } from "../dataplane/errors.ts";
 import type { EndpointName } from "../endpoints/specs.ts";
 import type { FormatName } from "../formats/format.ts";

@@ -4,6 +4,7 @@
  * spec (endpoints/specs.ts).
  */
 
+import { Buffer } from "node:buffer";
 import type { EndpointName, EndpointSpec } from "../endpoints/specs.ts";
 import { endpointSpecs } from "../endpoints/specs.ts";
 import { transcriptOf, type Transcript } from "../usage/transcript.ts";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { parentPort, workerData } from "node:worker_threads";
 import { detect, type DetectorBlock, type DetectorCheck } from "./detect.ts";
 import { createContentDetector, parseContentLexicon } from "./detectors/content-safety.ts";

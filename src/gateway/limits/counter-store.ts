@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { DatabaseDeadlines } from "../../db/deadlines.ts";
 import type { Logger } from "../../platform/logger.ts";
 import { PgCounterStore } from "./pg-store.ts";

@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { Logger } from "../../platform/logger.ts";
 import { allTimeKey, periodStart, resetsAt } from "./periods.ts";
 import { Slice, type Refusal } from "./slice.ts";

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { STATUS_CODES } from "node:http";
 import { errors as undiciErrors } from "undici";
 

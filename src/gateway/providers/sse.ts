@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { Family } from "../config/types.ts";
 import { UpstreamConnectionError } from "./errors.ts";
 

@@ -1,4 +1,4 @@
-import { isUtf8 } from "node:buffer";
+import { Buffer, isUtf8 } from "node:buffer";
 import { wholeCharsLength } from "./utf8.ts";
 
 export type DataFileFormat = "csv" | "jsonl" | "arrow";

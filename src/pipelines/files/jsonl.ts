@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "../../platform/errors.ts";
 import type { RowBatches } from "./limits.ts";

@@ -1,4 +1,4 @@
-import { isUtf8 } from "node:buffer";
+import { Buffer, isUtf8 } from "node:buffer";
 import { invalidArgument } from "../../platform/errors.ts";
 
 const EMPTY = new Uint8Array(0);

@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer";
 import { readFile } from "node:fs/promises";
 import { readFileSync } from "node:fs";
 import { buildCueIndex, findCues, type Concept, type CueHit, type CueIndex } from "./injection-cues.ts";

@@ -1,3 +1,5 @@
+import { Buffer } from "node:buffer";
+
 /**
  * The injection rules' text, made in one pass each. Both functions replace regular expressions
  * that gave the same answer (test/guardrails-linear.test.ts compares them on random text) at

@@ -1,3 +1,5 @@
+import { Buffer } from "node:buffer";
+
 /**
  * Hashed bag-of-n-grams features shared by the injection classifier and its training script
  * (scripts/train-injection.ts), so that both see exactly the same vector for a text.
