@@ -20,6 +20,23 @@ describe("arrayLiteral", () => {
     expect(await readBack(arrayLiteral(texts), "text")).toEqual(texts);
   });
 
+  it("leaves text bare that needs no quotes, and quotes white space, syntax and every spelling of NULL", async () => {
+    const bare = ["0193a1b2-7c4d-7e8f-9a0b-1c2d3e4f5a6b", "gpt-4o-mini", "responses", "ünï", "a.b:c/d"];
+    expect(arrayLiteral(bare)).toBe(`{${bare.join(",")}}`);
+    const quoted = ["null", "NuLl", "nul", "a\tb", "\u000bv", "\ff", "\rr", "x y", "\u00a0", "{", "}", ",", "a\\b", 'a"b'];
+    expect(await readBack(arrayLiteral(quoted), "text")).toEqual(quoted);
+    expect(arrayLiteral(["null", "x y"])).toBe('{"null","x y"}');
+  });
+
+  it("reads back random text built of the characters the array syntax knows", async () => {
+    // A seeded walk, so that a failure repeats.
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const alphabet = ['"', "\\", ",", "{", "}", " ", "\t", "\n", "N", "U", "L", "l", "a", "1", "-", "é"];
+    const texts = Array.from({ length: 400 }, () => Array.from({ length: random(7) }, () => alphabet[random(alphabet.length)]).join(""));
+    expect(await readBack(arrayLiteral(texts), "text")).toEqual(texts);
+  });
+
   it("writes null and undefined as NULL, and a literal NULL string as text", async () => {
     expect(arrayLiteral([null, undefined, "NULL"])).toBe('{NULL,NULL,"NULL"}');
     expect(await readBack(arrayLiteral([null, undefined, "NULL"]), "text")).toEqual([null, null, "NULL"]);
