@@ -82,7 +82,10 @@ const insertSql = `insert into gateway_request_log (${columns.map(([name]) => na
 
 /** Text PostgreSQL will store: no NUL characters, at most `max` characters. */
 function fit(value: string | null, max: number): string | null {
-  return value === null ? null : value.replaceAll("\u0000", "").slice(0, max);
+  if (value === null) return null;
+  // Looked for first: replaceAll, even with nothing to replace, costs five times as much (it
+  // looks its search value up for a Symbol.replace method first), three times a request.
+  return (value.includes("\u0000") ? value.replaceAll("\u0000", "") : value).slice(0, max);
 }
 
 /** Rows deleted per retention statement, and statements per hourly run (what is left waits an hour). */
