@@ -9,8 +9,23 @@ import { Upstream } from "../providers/upstream.ts";
  */
 export class UpstreamRegistry {
   readonly #entries = new Map<string, { fingerprint: string; upstream: Upstream }>();
+  /**
+   * What each provider object of a snapshot was last given, while its entry stands: a snapshot's
+   * objects do not change, so its calls need no fingerprint (a JSON text of eight settings, made
+   * for every call, 1 % of a plain call's instructions). A reload brings new objects, which are
+   * fingerprinted once.
+   */
+  readonly #given = new WeakMap<ProviderConfig, Upstream>();
 
   for(provider: ProviderConfig): Upstream {
+    const given = this.#given.get(provider);
+    if (given !== undefined && this.#entries.get(provider.id)?.upstream === given) return given;
+    const upstream = this.#upstreamOf(provider);
+    this.#given.set(provider, upstream);
+    return upstream;
+  }
+
+  #upstreamOf(provider: ProviderConfig): Upstream {
     const fingerprint = fingerprintOf(provider);
     const entry = this.#entries.get(provider.id);
     if (entry?.fingerprint === fingerprint) return entry.upstream;
