@@ -1,3 +1,4 @@
+import type { StopSignal } from "./stop.ts";
 import { Buffer } from "node:buffer";
 import type { Dispatcher } from "undici";
 import { BodyTooLarge } from "./http.ts";
@@ -222,14 +223,14 @@ class Answer implements DispatchedAnswer {
  * the call with its reason before the answer starts, and ends the body with it after.
  */
 class AnswerHandler implements Dispatcher.DispatchHandler {
-  readonly #signal: AbortSignal;
+  readonly #signal: StopSignal;
   readonly #resolve: (answer: DispatchedAnswer) => void;
   readonly #reject: (err: unknown) => void;
   #controller: Dispatcher.DispatchController | undefined;
   #answer: Answer | undefined;
   #complete = false;
 
-  constructor(signal: AbortSignal, resolve: (answer: DispatchedAnswer) => void, reject: (err: unknown) => void) {
+  constructor(signal: StopSignal, resolve: (answer: DispatchedAnswer) => void, reject: (err: unknown) => void) {
     this.#signal = signal;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -278,7 +279,7 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
 }
 
 /** Sends `options` through `dispatcher`; resolves once the answer's headers have arrived, as undici's `request` does. */
-export function dispatchRequest(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: AbortSignal): Promise<DispatchedAnswer> {
+export function dispatchRequest(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions, signal: StopSignal): Promise<DispatchedAnswer> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason);

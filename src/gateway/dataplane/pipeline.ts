@@ -23,6 +23,7 @@ import { sseEvents, type SseEvent } from "../providers/sse.ts";
 import { formats } from "../formats/translate.ts";
 import type { EndpointSpec } from "../endpoints/specs.ts";
 import { AccessMembers } from "./access-line.ts";
+import { Stop, type StopSignal } from "../../platform/stop.ts";
 import { ServerTiming } from "./server-timing.ts";
 import { nowSeconds, passedStream, translatedStream, type OutgoingStream } from "./streams.ts";
 import type { Upstream, UpstreamResponse } from "../providers/upstream.ts";
@@ -339,7 +340,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     // From here on the caller may leave at any await: then the provider call, if made, is stopped,
     // and no provider slot is taken for nobody (callers who left while the gateway waited held
     // slots for the whole provider call, or for ever when it waited to write to them).
-    const abort = new AbortController();
+    const abort = new Stop();
     if (res.destroyed) abort.abort();
     // `on`, not `once`: a response closes once, and `once` would wrap the listener and take it off.
     else res.on("close", () => {
@@ -373,7 +374,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     if (!access.allowed) throw access.reason === "blocked" ? modelBlocked(model) : modelNotAllowed(model, access.available);
     step(trace, "access");
 
-    abort.signal.throwIfAborted();
+    abort.throwIfAborted();
     const admitted = spec.generates ? deps.usage.admit({ key, config, spec, body }) : nothingReserved;
     const ticket = admitted instanceof Promise ? await admitted : admitted;
     step(trace, "limits", trace.recorded && config?.usageLimits.length ? "reserve usage" : undefined);
@@ -420,7 +421,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         trace.providerKind = route.attempts[0]!.provider.kind;
         return respondJson(res, 200, estimatedTokenCount(callerText(spec, body), body.tools));
       }
-      const { response, upstream, translation, streamUsage, events, span } = await sendToFirstThatAnswers(req, trace, spec, body, raw, route.attempts, abort.signal);
+      const { response, upstream, translation, streamUsage, events, span } = await sendToFirstThatAnswers(req, trace, spec, body, raw, route.attempts, abort);
       let holding = true;
       // The provider is done with: its slot is freed, and its call's span ends.
       const release = () => {
@@ -517,7 +518,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
     body: Record<string, unknown>,
     raw: Buffer,
     attempts: readonly Attempt[],
-    signal: AbortSignal,
+    signal: StopSignal,
   ): Promise<Sent> {
     let failure: unknown;
     let span: Span | undefined;

@@ -1,3 +1,4 @@
+import type { StopSignal } from "../../platform/stop.ts";
 import { Pool } from "undici";
 import { dispatchRequest, type DispatchedAnswer } from "../../platform/dispatch.ts";
 import type { TraceHeaders } from "../../platform/tracing.ts";
@@ -14,7 +15,7 @@ export interface UpstreamCall {
   /** W3C traceparent and tracestate, when the call is traced. */
   traceHeaders?: TraceHeaders;
   /** The caller's; aborting it rejects send() or ends the body with the signal's reason, untyped. */
-  signal: AbortSignal;
+  signal: StopSignal;
 }
 
 /**
@@ -33,9 +34,9 @@ class UndiciResponse implements UpstreamResponse {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;
   readonly #answer: DispatchedAnswer;
-  readonly #signal: AbortSignal;
+  readonly #signal: StopSignal;
 
-  constructor(answer: DispatchedAnswer, signal: AbortSignal) {
+  constructor(answer: DispatchedAnswer, signal: StopSignal) {
     this.status = answer.statusCode;
     this.headers = answer.headers;
     this.#answer = answer;
@@ -60,7 +61,7 @@ export const DEFAULT_ANTHROPIC_VERSION = "2023-06-01";
 export const DEFAULT_AZURE_API_VERSION = "preview";
 
 /** The caller's abort is theirs, rethrown as it came; anything else is typed at this edge. */
-function typed(err: unknown, phase: UpstreamPhase, signal: AbortSignal): unknown {
+function typed(err: unknown, phase: UpstreamPhase, signal: StopSignal): unknown {
   return signal.aborted ? err : (classifyUpstreamError(err, phase) ?? err);
 }
 
