@@ -35,7 +35,8 @@ export class Stop implements StopSignal {
     if (this.aborted) throw this.reason;
   }
 
-  addEventListener(_type: "abort", listener: () => void): void {
+  /** `once` is how a Stop calls every listener; the option is taken as an AbortSignal takes it. */
+  addEventListener(_type: "abort", listener: () => void, _options?: { once: true }): void {
     if (!this.aborted) (this.#listeners ??= []).push(listener);
   }
 
