@@ -17,6 +17,12 @@ export interface Span {
   updateName(name: string): this;
 }
 
+/** The W3C headers that make a span the parent of a call sent on. */
+export interface TraceHeaders {
+  traceparent: string;
+  tracestate?: string;
+}
+
 /**
  * A request the sampler left out: its context, and the W3C headers that carry it (and the
  * decision not to sample) to the calls it sends on, made once with the context. What it is asked
@@ -24,9 +30,9 @@ export interface Span {
  */
 export class UnrecordedSpan implements Span {
   readonly #context: SpanContext;
-  readonly headers: { traceparent: string; tracestate?: string };
+  readonly headers: Readonly<TraceHeaders>;
 
-  constructor(context: SpanContext, headers: { traceparent: string; tracestate?: string }) {
+  constructor(context: SpanContext, headers: TraceHeaders) {
     this.#context = context;
     this.headers = headers;
   }

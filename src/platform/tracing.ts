@@ -9,7 +9,7 @@ import type { Logger } from "./logger.ts";
 import { SpanExportThread } from "./span-export-thread.ts";
 import { SpanQueue } from "./span-queue.ts";
 import { foldOfBytes, foldOfHex, samplingDecider, type SamplerName, type SamplingDecider } from "./sampling.ts";
-import { RecordedSpan, UnrecordedSpan, type Span, type SpanOrigin } from "./spans.ts";
+import { RecordedSpan, UnrecordedSpan, type Span, type SpanOrigin, type TraceHeaders } from "./spans.ts";
 
 /**
  * Traces, exported over OTLP/HTTP as protobuf by OpenTelemetry's SDK exporter, from a thread of
@@ -40,11 +40,7 @@ export interface TracingSettings {
   maxExportBatchSize: number;
 }
 
-/** The W3C headers that make a span the parent of a call sent on. */
-export interface TraceHeaders {
-  traceparent: string;
-  tracestate?: string;
-}
+export type { TraceHeaders } from "./spans.ts";
 
 /** The W3C headers a caller sent, as read from its request. */
 export interface IncomingTraceHeaders {
