@@ -371,7 +371,19 @@ export interface CueIndex {
   unspaced: Map<string, Cue>;
   /** Longest unspaced entry, in UTF-16 units. */
   maxUnspaced: number;
+  /** What findCues learnt of each short word it read (see {@link factsOf}). */
+  words: Map<string, WordFacts>;
 }
+
+/** What findCues reads of one word alone: its script, whether a phrase starts with it, its own cue. */
+interface WordFacts {
+  unspaced: boolean;
+  phraseStart: boolean;
+  cue: Cue | undefined;
+}
+
+/** Most words: a spaced script, no phrase, no cue. */
+const NOTHING: WordFacts = Object.freeze({ unspaced: false, phraseStart: false, cue: undefined });
 
 // Two: a Korean stem of two syllables (알려*) is as specific as a Latin one of five letters.
 const MIN_STEM = 2;
@@ -386,6 +398,7 @@ export function buildCueIndex(): CueIndex {
     maxWords: 1,
     unspaced: new Map(),
     maxUnspaced: 1,
+    words: new Map(),
   };
   const stems = new Map<string, Cue>();
   for (const concept of CONCEPTS) {
@@ -473,14 +486,15 @@ export function findCues(words: readonly string[], index: CueIndex): CueHit[] {
   let i = 0;
   while (i < words.length) {
     const word = words[i] ?? "";
-    if (UNSPACED.test(word)) {
+    const facts = factsOf(index, word);
+    if (facts.unspaced) {
       scanUnspaced(word, i, index, hits);
       i++;
       continue;
     }
     let cue: Cue | undefined;
     let span = 1;
-    if (index.phraseStarts.has(word)) {
+    if (facts.phraseStart) {
       let prefix = word;
       for (let n = 2; n <= index.maxWords && i + n <= words.length; n++) {
         const last = words[i + n - 1] ?? "";
@@ -492,11 +506,37 @@ export function findCues(words: readonly string[], index: CueIndex): CueHit[] {
         prefix += " " + last;
       }
     }
-    cue ??= index.exact.get(word) ?? stemOf(index, "", word);
+    cue ??= facts.cue;
     if (cue) hits.push({ ...cue, word: i });
     i += span;
   }
   return hits;
+}
+
+/**
+ * Up to 12 UTF-16 units: V8 copies a substring that short, where a longer one is a slice that would
+ * hold its whole text alive. Some 8,192 words of the texts read lately (emptied when full).
+ */
+const KEPT_WORD = 12;
+const KEPT_WORDS = 8192;
+
+/**
+ * A word's facts, kept for short words: words repeat from text to text, and each was a test of
+ * its script, two hash look-ups and a walk of the stem trie (a third of findCues' time on a short
+ * prompt, docs/performance.md).
+ */
+function factsOf(index: CueIndex, word: string): WordFacts {
+  const kept = index.words.get(word);
+  if (kept !== undefined) return kept;
+  const unspaced = UNSPACED.test(word);
+  const phraseStart = !unspaced && index.phraseStarts.has(word);
+  const cue = unspaced ? undefined : (index.exact.get(word) ?? stemOf(index, "", word));
+  const facts = unspaced || phraseStart || cue ? { unspaced, phraseStart, cue } : NOTHING;
+  if (word.length <= KEPT_WORD) {
+    if (index.words.size >= KEPT_WORDS) index.words.clear();
+    index.words.set(word, facts);
+  }
+  return facts;
 }
 
 function scanUnspaced(run: string, word: number, index: CueIndex, hits: CueHit[]): void {

@@ -30,6 +30,21 @@ const SEED_BIGRAM = 0x5a7c9e01;
 const SEED_CHAR = 0x13579bdf;
 const SPACE = 0x20;
 
+/** Which words' n-grams a counter keeps (NgramCounter.#kept). */
+export interface KeptWords {
+  /** The longest word kept, in UTF-16 code units. */
+  longest: number;
+  /** How many words at most; their lists take at most 24 entries each on average (4 bytes an entry). */
+  words: number;
+}
+
+/**
+ * Up to 12 code units: V8 copies a substring that short, where a longer one is a slice that would
+ * hold its whole text alive. A 12-unit word's list has 3 + 33 entries, an English word's some 20:
+ * 768 KB for 8,192 words.
+ */
+const KEPT_WORDS: KeptWords = { longest: 12, words: 8192 };
+
 // Hashes are kept as signed 32-bit integers, not unsigned (`>>> 0`): every use takes `& mask`,
 // which reads the same bits either way, and V8 keeps an int32 unboxed where an unsigned value
 // over 2^31 becomes a heap number, one allocation per word.
@@ -83,9 +98,33 @@ export class NgramCounter {
    */
   readonly #sum = new Float64Array(1);
 
-  constructor(config: FeatureConfig) {
+  /**
+   * Each short word's n-grams, kept: words repeat from text to text (a conversation's, a
+   * language's commonest), and hashing a word's character n-grams was two thirds of counting a
+   * text's. `#kept` maps a word to where its list starts in `#pool`: its unigram's bucket, the
+   * start of its bigram with the next word (a hash), its number of character n-grams, then their
+   * buckets. Short words only, and only so many (KEPT_WORDS): both are emptied when either is full,
+   * and fill again with the words in use.
+   */
+  readonly #kept = new Map<string, number>();
+  readonly #keptWord: number;
+  readonly #keptWords: number;
+  readonly #pool: Int32Array;
+  #poolEnd = 0;
+  /** A long word's unigram bucket and bigram start, as a kept word's list begins. */
+  readonly #longHead = new Int32Array(2);
+  /** Where {@link #charGrams} writes a new kept word's list. */
+  readonly #poolWriter: PoolWriter;
+
+  constructor(config: FeatureConfig, kept: KeptWords = KEPT_WORDS) {
     this.#config = config;
     this.#mask = config.dims - 1;
+    this.#keptWord = kept.longest;
+    this.#keptWords = kept.words;
+    // Room for the longest kept word's list, however few words are kept.
+    const longestList = 3 + (config.charMax - config.charMin + 1) * (kept.longest + 2);
+    this.#pool = new Int32Array(Math.max(24 * kept.words, longestList));
+    this.#poolWriter = new PoolWriter(this.#pool);
   }
 
   /** A cleared table with room for the words' n-grams at a load of at most one half. */
@@ -102,41 +141,85 @@ export class NgramCounter {
   }
 
   /**
-   * Counts the words' n-grams in `table`; after it, the table's order lists the buckets they
-   * touched, in the order first seen. The previous word's bigram hash is carried over rather than
-   * made again.
+   * Counts the words' n-grams in `table`, per word its unigram, its bigram with the word before,
+   * then its character n-grams; after it, the table's order lists the buckets they touched, in
+   * the order first seen.
    */
   #count(tokens: readonly string[], table: CountTable): void {
-    const { charMin, charMax } = this.#config;
     const mask = this.#mask;
+    const pool = this.#pool;
     // The previous word's bigram hash; none before the first word.
     let bigram = 0;
     let first = true;
     for (const word of tokens) {
-      // The word's unigram, its bigram with the word before and the start of its bigram with the
-      // next: three hashes of its characters, in one pass.
-      let unigram = FNV_OFFSET ^ SEED_WORD;
-      let pair = bigram;
-      let next = FNV_OFFSET ^ SEED_BIGRAM;
-      for (let i = 0; i < word.length; i++) {
-        const code = word.charCodeAt(i);
-        unigram = fnvStep(unigram, code);
-        pair = fnvStep(pair, code);
-        next = fnvStep(next, code);
+      const short = word.length <= this.#keptWord;
+      const head = short ? pool : this.#longHead;
+      const at = short ? this.#keptAt(word) : this.#headInto(word, head, 0);
+      table.bump(head[at]!);
+      if (!first) {
+        let pair = bigram;
+        for (let i = 0; i < word.length; i++) pair = fnvStep(pair, word.charCodeAt(i));
+        table.bump(pair & mask);
       }
-      table.bump(unigram & mask);
-      if (!first) table.bump(pair & mask);
       first = false;
-      bigram = fnvStep(next, SPACE);
-      // Character n-grams of " word ", the padding read in place.
-      const padded = word.length + 2;
-      for (let i = 0; i + charMin <= padded; i++) {
-        let h = FNV_OFFSET ^ SEED_CHAR;
-        for (let n = 1; n <= charMax && i + n <= padded; n++) {
-          const at = i + n - 1;
-          h = fnvStep(h, at === 0 || at === padded - 1 ? SPACE : word.charCodeAt(at - 1));
-          if (n >= charMin) table.bump(Math.imul(h ^ n, FNV_PRIME) & mask);
-        }
+      bigram = head[at + 1]!;
+      if (short) {
+        const end = at + 3 + pool[at + 2]!;
+        for (let i = at + 3; i < end; i++) table.bump(pool[i]!);
+      } else {
+        this.#charGrams(word, table);
+      }
+    }
+  }
+
+  /** Where a short word's n-gram list starts in `#pool`, made and kept if it is new. */
+  #keptAt(word: string): number {
+    const kept = this.#kept.get(word);
+    if (kept !== undefined) return kept;
+    const { charMin, charMax } = this.#config;
+    // At each start in " word ", the n-grams from charMin up to charMax that fit.
+    const padded = word.length + 2;
+    let chars = 0;
+    for (let i = 0; i + charMin <= padded; i++) chars += Math.min(charMax, padded - i) - charMin + 1;
+    const size = 3 + chars;
+    if (this.#poolEnd + size > this.#pool.length || this.#kept.size >= this.#keptWords) {
+      this.#kept.clear();
+      this.#poolEnd = 0;
+    }
+    const at = this.#headInto(word, this.#pool, this.#poolEnd);
+    this.#pool[at + 2] = chars;
+    this.#poolWriter.at = at + 3;
+    this.#charGrams(word, this.#poolWriter);
+    this.#poolEnd += size;
+    this.#kept.set(word, at);
+    return at;
+  }
+
+  /** Writes the word's unigram bucket and the start of its bigram with the next word at `at`; returns `at`. */
+  #headInto(word: string, out: Int32Array, at: number): number {
+    let unigram = FNV_OFFSET ^ SEED_WORD;
+    let next = FNV_OFFSET ^ SEED_BIGRAM;
+    for (let i = 0; i < word.length; i++) {
+      const code = word.charCodeAt(i);
+      unigram = fnvStep(unigram, code);
+      next = fnvStep(next, code);
+    }
+    out[at] = unigram & this.#mask;
+    out[at + 1] = fnvStep(next, SPACE);
+    return at;
+  }
+
+  /** Hands `sink` the bucket of each character n-gram of " word ", in order; the padding is read in place. */
+  #charGrams(word: string, sink: GramSink): void {
+    const { charMin, charMax } = this.#config;
+    const mask = this.#mask;
+    const padded = word.length + 2;
+    for (let i = 0; i + charMin <= padded; i++) {
+      let h = FNV_OFFSET ^ SEED_CHAR;
+      for (let n = 1; n <= charMax && i + n <= padded; n++) {
+        const at = i + n - 1;
+        h = fnvStep(h, at === 0 || at === padded - 1 ? SPACE : word.charCodeAt(at - 1));
+        if (n >= charMin) sink.bump(Math.imul(h ^ n, FNV_PRIME) & mask);
       }
     }
   }
@@ -145,9 +228,11 @@ export class NgramCounter {
   #scale(table: CountTable): number {
     const sum = this.#sum;
     const { cells, order, size } = table;
+    const logs = LOG1P;
     sum[0] = 0;
     for (let i = 0; i < size; i++) {
-      const v = log1pCount(cells[order[i]! + 1]!);
+      const count = cells[order[i]! + 1]!;
+      const v = count < logs.length ? logs[count]! : Math.log1p(count);
       sum[0] += v * v;
     }
     return sum[0] > 0 ? 1 / Math.sqrt(sum[0]) : 0;
@@ -180,13 +265,38 @@ export class NgramCounter {
     const scale = this.#scale(table);
     const sum = this.#sum;
     const { cells, order, size } = table;
+    // log1pCount and weightOf written out, their tables read once: called, V8 checked each
+    // function and reloaded each table's fields at every bucket (some 10 % of a short text's dot).
+    const { bytes, scale: unit } = weights;
+    const logs = LOG1P;
     sum[0] = z;
     for (let i = 0; i < size; i++) {
       const at = order[i]!;
-      sum[0] += weightOf(weights, cells[at]! - 1) * (log1pCount(cells[at + 1]!) * scale);
+      const count = cells[at + 1]!;
+      const v = count < logs.length ? logs[count]! : Math.log1p(count);
+      sum[0] += Math.fround(bytes[cells[at]! - 1]! * unit) * (v * scale);
     }
     table.clear();
     return sum[0];
+  }
+}
+
+/** Takes a word's character n-grams' buckets one by one: a count table, or a kept word's list. */
+interface GramSink {
+  bump(bucket: number): void;
+}
+
+/** Appends buckets to a kept word's list in the pool. */
+class PoolWriter implements GramSink {
+  readonly pool: Int32Array;
+  at = 0;
+
+  constructor(pool: Int32Array) {
+    this.pool = pool;
+  }
+
+  bump(bucket: number): void {
+    this.pool[this.at++] = bucket;
   }
 }
 
@@ -195,7 +305,7 @@ export class NgramCounter {
  * count side by side, so a probe reads one cache line; `order` the cell index of each bucket in
  * the order first seen, which {@link NgramCounter.dot} adds up in.
  */
-class CountTable {
+class CountTable implements GramSink {
   readonly cells: Uint32Array;
   readonly order: Uint32Array;
   readonly #slotMask: number;
