@@ -20,8 +20,16 @@ const boundaryAt = (text: string, i: number): boolean =>
  * A match lies inside one maximal run of `[a-z0-9@$!]`, and at most one per run: it ends at the
  * run's last word boundary. It starts at the first boundary p of the run with a digit and a letter
  * at or after p and that last boundary at least three further on.
+ *
+ * A word with a digit and a letter has a digit next to a letter or one of `@$!` (walking from a
+ * digit towards a letter, the last digit is followed by one): a text without such a pair has no
+ * match, and the expression below says so in a quarter of this loop's time (measured on short
+ * prompts).
  */
+const MIXED_PAIR = /[a-z@$!][0-9]|[0-9][a-z@$!]/;
+
 export function mixedWordCount(text: string): number {
+  if (!MIXED_PAIR.test(text)) return 0;
   let count = 0;
   const n = text.length;
   let i = 0;

@@ -43,6 +43,14 @@ function straightQuote(c: number): number {
 let buffer = new Uint16Array(1024);
 
 /**
+ * What {@link normalizeSpacing} changes: a curly quote or prime, a written `\n`, white space other
+ * than a space or a line break (`\r` among it), and a space next to a space or a line break. A
+ * text without any is returned as it is, told by this expression in a third of the loop's time
+ * (measured on short prompts, which seldom have one).
+ */
+const RESPACED = /[\u2018\u2019\u201b\u2032\u201c\u201d\u201e\u2033]|\\n|[^\S \n]| [ \n]|\n /;
+
+/**
  * Straight quotes, a written `\n` made a line break, `\r\n` and `\r` made `\n`, runs of other
  * white space made one space, and no space next to a line break. The same as, in this order:
  *
@@ -50,6 +58,7 @@ let buffer = new Uint16Array(1024);
  *     .replace(/\\n/g, "\n").replace(/\r\n?/g, "\n").replace(/[^\S\n]+/g, " ").replace(/ ?\n ?/g, "\n")
  */
 export function normalizeSpacing(text: string): string {
+  if (!RESPACED.test(text)) return text;
   if (buffer.length < text.length) buffer = new Uint16Array(text.length * 2);
   const out = buffer;
   let length = 0;
