@@ -270,13 +270,17 @@ export class NgramCounter {
     const { bytes, scale: unit } = weights;
     const logs = LOG1P;
     sum[0] = z;
+    // Each cell is emptied as it is read: the table is clear after the loop, without one more.
     for (let i = 0; i < size; i++) {
       const at = order[i]!;
+      const bucket = cells[at]! - 1;
       const count = cells[at + 1]!;
+      cells[at] = 0;
+      cells[at + 1] = 0;
       const v = count < logs.length ? logs[count]! : Math.log1p(count);
-      sum[0] += Math.fround(bytes[cells[at]! - 1]! * unit) * (v * scale);
+      sum[0] += Math.fround(bytes[bucket]! * unit) * (v * scale);
     }
-    table.clear();
+    table.size = 0;
     return sum[0];
   }
 }
