@@ -66,11 +66,17 @@ describe("what the injection detector keeps of words between texts", () => {
     // Few words and a small pool: emptied many times over the texts.
     const forgetful = new NgramCounter(config, { longest: 12, words: 16 });
     const none = new NgramCounter(config, { longest: 0, words: 1 });
+    const weights = { bytes: Int8Array.from({ length: config.dims }, (_, i) => ((i * 7919) % 255) - 127), scale: 0.01 };
     for (const text of texts(600, 11)) {
       const tokens = wordsOf(foldText(text));
       const expected = features(none, tokens);
-      expect(features(keeping, tokens), text).toEqual(expected);
-      expect(features(forgetful, tokens), text).toEqual(expected);
+      let sum = 0.5;
+      for (const [bucket, value] of expected) sum += Math.fround(weights.bytes[bucket]! * weights.scale) * value;
+      // dot and visit take turns on one counter's tables, each leaving them empty for the other.
+      for (const counter of [keeping, forgetful, none]) {
+        expect(counter.dot(tokens, weights, 0.5), text).toBe(sum);
+        expect(features(counter, tokens), text).toEqual(expected);
+      }
     }
   });
 

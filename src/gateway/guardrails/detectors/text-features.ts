@@ -270,13 +270,12 @@ export class NgramCounter {
     const { bytes, scale: unit } = weights;
     const logs = LOG1P;
     sum[0] = z;
-    // Each cell is emptied as it is read: the table is clear after the loop, without one more.
+    // Each slot is emptied as it is read (CountTable.clear): the table is clear after the loop.
     for (let i = 0; i < size; i++) {
       const at = order[i]!;
       const bucket = cells[at]! - 1;
       const count = cells[at + 1]!;
       cells[at] = 0;
-      cells[at + 1] = 0;
       const v = count < logs.length ? logs[count]! : Math.log1p(count);
       sum[0] += Math.fround(bytes[bucket]! * unit) * (v * scale);
     }
@@ -341,13 +340,10 @@ class CountTable implements GramSink {
     }
   }
 
+  /** Empties the slots in use: a slot is empty by its bucket alone; `bump` writes the count with it. */
   clear(): void {
     const { cells, order } = this;
-    for (let i = 0; i < this.size; i++) {
-      const at = order[i]!;
-      cells[at] = 0;
-      cells[at + 1] = 0;
-    }
+    for (let i = 0; i < this.size; i++) cells[order[i]!] = 0;
     this.size = 0;
   }
 }
