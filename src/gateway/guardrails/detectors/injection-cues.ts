@@ -1,4 +1,4 @@
-import { WORD } from "./text-features.ts";
+import { KEPT_WORD_UNITS, WORD } from "./text-features.ts";
 
 /**
  * Cue words of nineteen languages mapped to fourteen concepts, for the rule families that must work
@@ -513,17 +513,13 @@ export function findCues(words: readonly string[], index: CueIndex): CueHit[] {
   return hits;
 }
 
-/**
- * Up to 12 UTF-16 units: V8 copies a substring that short, where a longer one is a slice that would
- * hold its whole text alive. Some 8,192 words of the texts read lately (emptied when full).
- */
-const KEPT_WORD = 12;
+/** How many words' facts are kept: some 8,192 of the texts read lately (emptied when full). */
 const KEPT_WORDS = 8192;
 
 /**
- * A word's facts, kept for short words: words repeat from text to text, and each was a test of
- * its script, two hash look-ups and a walk of the stem trie (a third of findCues' time on a short
- * prompt, docs/performance.md).
+ * A word's facts, kept for short words (KEPT_WORD_UNITS): words repeat from text to text, and
+ * each was a test of its script, two hash look-ups and a walk of the stem trie (docs/performance.md,
+ * "What a word alone gives, kept").
  */
 function factsOf(index: CueIndex, word: string): WordFacts {
   const kept = index.words.get(word);
@@ -532,7 +528,7 @@ function factsOf(index: CueIndex, word: string): WordFacts {
   const phraseStart = !unspaced && index.phraseStarts.has(word);
   const cue = unspaced ? undefined : (index.exact.get(word) ?? stemOf(index, "", word));
   const facts = unspaced || phraseStart || cue ? { unspaced, phraseStart, cue } : NOTHING;
-  if (word.length <= KEPT_WORD) {
+  if (word.length <= KEPT_WORD_UNITS) {
     if (index.words.size >= KEPT_WORDS) index.words.clear();
     index.words.set(word, facts);
   }

@@ -34,16 +34,19 @@ const SPACE = 0x20;
 export interface KeptWords {
   /** The longest word kept, in UTF-16 code units. */
   longest: number;
-  /** How many words at most; their lists take at most 24 entries each on average (4 bytes an entry). */
+  /** How many words at most; the pool of their lists has 24 entries (4 bytes each) a word. */
   words: number;
 }
 
 /**
- * Up to 12 code units: V8 copies a substring that short, where a longer one is a slice that would
- * hold its whole text alive. A 12-unit word's list has 3 + 33 entries, an English word's some 20:
- * 768 KB for 8,192 words.
+ * The longest word whose facts the detectors keep between texts (here and in injection-cues.ts):
+ * V8 copies a substring of up to 12 code units, where a longer one is a slice that would hold its
+ * whole text alive.
  */
-const KEPT_WORDS: KeptWords = { longest: 12, words: 8192 };
+export const KEPT_WORD_UNITS = 12;
+
+/** A 12-unit word's list has 3 + 33 entries, an English word's some 20: 768 KB for 8,192 words. */
+const KEPT_WORDS: KeptWords = { longest: KEPT_WORD_UNITS, words: 8192 };
 
 // Hashes are kept as signed 32-bit integers, not unsigned (`>>> 0`): every use takes `& mask`,
 // which reads the same bits either way, and V8 keeps an int32 unboxed where an unsigned value
