@@ -45,7 +45,7 @@ export interface KeptWords {
  */
 export const KEPT_WORD_UNITS = 12;
 
-/** A 12-unit word's list has 3 + 33 entries, an English word's some 20: 768 KB for 8,192 words. */
+/** A 12-unit word's list has 3 + 33 entries, an English word's some 20: at most 768 KB for 8,192 words. */
 const KEPT_WORDS: KeptWords = { longest: KEPT_WORD_UNITS, words: 8192 };
 
 // Hashes are kept as signed 32-bit integers, not unsigned (`>>> 0`): every use takes `& mask`,
@@ -112,12 +112,14 @@ export class NgramCounter {
   readonly #kept = new Map<string, number>();
   readonly #keptWord: number;
   readonly #keptWords: number;
-  readonly #pool: Int32Array;
+  /** Grows, from 8 KB, by doubling up to `#poolMost` entries as the words kept need it. */
+  #pool: Int32Array;
+  readonly #poolMost: number;
   #poolEnd = 0;
   /** A long word's unigram bucket and bigram start, as a kept word's list begins. */
   readonly #longHead = new Int32Array(2);
   /** Where {@link #charGrams} writes a new kept word's list. */
-  readonly #poolWriter: PoolWriter;
+  readonly #poolWriter = new PoolWriter();
 
   constructor(config: FeatureConfig, kept: KeptWords = KEPT_WORDS) {
     this.#config = config;
@@ -126,8 +128,8 @@ export class NgramCounter {
     this.#keptWords = kept.words;
     // Room for the longest kept word's list, however few words are kept.
     const longestList = 3 + (config.charMax - config.charMin + 1) * (kept.longest + 2);
-    this.#pool = new Int32Array(Math.max(24 * kept.words, longestList));
-    this.#poolWriter = new PoolWriter(this.#pool);
+    this.#poolMost = Math.max(24 * kept.words, longestList);
+    this.#pool = new Int32Array(Math.min(2048, this.#poolMost));
   }
 
   /** A cleared table with room for the words' n-grams at a load of at most one half. */
@@ -150,14 +152,15 @@ export class NgramCounter {
    */
   #count(tokens: readonly string[], table: CountTable): void {
     const mask = this.#mask;
-    const pool = this.#pool;
     // The previous word's bigram hash; none before the first word.
     let bigram = 0;
     let first = true;
     for (const word of tokens) {
       const short = word.length <= this.#keptWord;
+      const at = short ? this.#keptAt(word) : this.#headInto(word, this.#longHead, 0);
+      // Read after #keptAt, which may have grown the pool.
+      const pool = this.#pool;
       const head = short ? pool : this.#longHead;
-      const at = short ? this.#keptAt(word) : this.#headInto(word, head, 0);
       table.bump(head[at]!);
       if (!first) {
         let pair = bigram;
@@ -185,12 +188,18 @@ export class NgramCounter {
     let chars = 0;
     for (let i = 0; i + charMin <= padded; i++) chars += Math.min(charMax, padded - i) - charMin + 1;
     const size = 3 + chars;
+    if (this.#poolEnd + size > this.#pool.length && this.#pool.length < this.#poolMost) {
+      const grown = new Int32Array(Math.min(this.#poolMost, 2 * this.#pool.length));
+      grown.set(this.#pool.subarray(0, this.#poolEnd));
+      this.#pool = grown;
+    }
     if (this.#poolEnd + size > this.#pool.length || this.#kept.size >= this.#keptWords) {
       this.#kept.clear();
       this.#poolEnd = 0;
     }
     const at = this.#headInto(word, this.#pool, this.#poolEnd);
     this.#pool[at + 2] = chars;
+    this.#poolWriter.pool = this.#pool;
     this.#poolWriter.at = at + 3;
     this.#charGrams(word, this.#poolWriter);
     this.#poolEnd += size;
@@ -294,12 +303,8 @@ interface GramSink {
 
 /** Appends buckets to a kept word's list in the pool. */
 class PoolWriter implements GramSink {
-  readonly pool: Int32Array;
+  pool: Int32Array = new Int32Array(0);
   at = 0;
-
-  constructor(pool: Int32Array) {
-    this.pool = pool;
-  }
 
   bump(bucket: number): void {
     this.pool[this.at++] = bucket;
