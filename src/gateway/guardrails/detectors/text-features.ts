@@ -140,9 +140,11 @@ export class NgramCounter {
     const span = charMax - charMin + 1;
     let most = 0;
     for (const word of tokens) most += 2 + Math.max(0, word.length + 3 - charMin) * span;
-    const slots = Math.max(64, nextPowerOfTwo(2 * Math.min(most, dims)));
-    const log2 = Math.log2(slots);
-    return (this.#tables[log2] ??= new CountTable(slots));
+    // The table's slots' log2, 6 at least: the smallest power of two ≥ 2 × the n-grams, in
+    // integer arithmetic (Math.log2 and 2 ** x are calls into C; the counts stay under 2^31).
+    const needed = Math.max(1, 2 * Math.min(most, dims));
+    const log2 = Math.max(6, 32 - Math.clz32(needed - 1));
+    return (this.#tables[log2] ??= new CountTable(2 ** log2));
   }
 
   /**
@@ -354,10 +356,6 @@ class CountTable implements GramSink {
     for (let i = 0; i < this.size; i++) cells[order[i]!] = 0;
     this.size = 0;
   }
-}
-
-function nextPowerOfTwo(n: number): number {
-  return 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 }
 
 /** log(1 + k) of the small counts that nearly every n-gram has, made once. */
