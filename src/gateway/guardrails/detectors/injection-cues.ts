@@ -348,19 +348,24 @@ export interface Cue {
   english: boolean;
 }
 
-/** A node of the stems' character trie: its children by UTF-16 unit, and the cue of the stem ending here. */
+/**
+ * A node of the character trie of stems and phrases: its children by UTF-16 unit, the cue of the
+ * stem ending here, and the cue of the whole phrase (of two words or more) ending here.
+ */
 interface StemNode {
   next: Map<number, StemNode>;
   cue?: Cue;
+  phrase?: Cue;
 }
 
 export interface CueIndex {
-  /** Whole words and phrases (words joined by one space). */
+  /** Whole words (phrases are in the trie). */
   exact: Map<string, Cue>;
   /**
-   * Word stems, and phrases whose last word is a stem, as a character trie: the longest stem of a
-   * word is found in one walk along the word, which for most words ends at its first or second
-   * letter (a lookup per prefix length cost a string and a hash for each).
+   * Word stems, phrases whose last word is a stem, and whole phrases (words joined by one space),
+   * as a character trie: the longest stem of a word is found in one walk along the word, which for
+   * most words ends at its first or second letter (a lookup per prefix length cost a string and a
+   * hash for each), and a phrase in one walk along its words, without joining them.
    */
   stemTrie: StemNode;
   /** First words of phrases: only there is a phrase looked for. */
@@ -433,7 +438,7 @@ export function buildCueIndex(): CueIndex {
   for (const table of [index.exact, stems]) {
     for (const [key, cue] of table) if (!cue.english && englishStem(key)) table.set(key, { ...cue, english: true });
   }
-  for (const [key, cue] of stems) {
+  const nodeOf = (key: string): StemNode => {
     let node = index.stemTrie;
     for (let i = 0; i < key.length; i++) {
       const c = key.charCodeAt(i);
@@ -444,7 +449,13 @@ export function buildCueIndex(): CueIndex {
       }
       node = child;
     }
-    node.cue = cue;
+    return node;
+  };
+  for (const [key, cue] of stems) nodeOf(key).cue = cue;
+  for (const [key, cue] of index.exact) {
+    if (!key.includes(" ")) continue;
+    nodeOf(key).phrase = cue;
+    index.exact.delete(key);
   }
   return index;
 }
@@ -459,13 +470,17 @@ export interface CueHit extends Cue {
 }
 
 
-/**
- * The concept of the longest stem that starts `word` (after `prefix`, the phrase's earlier words),
- * of MIN_STEM to MAX_STEM units of the word.
- */
-function stemOf(index: CueIndex, prefix: string, word: string): Cue | undefined {
+const SPACE = 0x20;
+
+/** The node at the end of `text` from `node`, if the trie has that path. */
+function walk(node: StemNode | undefined, text: string): StemNode | undefined {
+  for (let i = 0; i < text.length && node; i++) node = node.next.get(text.charCodeAt(i));
+  return node;
+}
+
+/** The concept of the longest stem that starts `word`, of MIN_STEM to MAX_STEM units of it. */
+function stemOf(index: CueIndex, word: string): Cue | undefined {
   let node: StemNode | undefined = index.stemTrie;
-  for (let i = 0; i < prefix.length && node; i++) node = node.next.get(prefix.charCodeAt(i));
   let found: Cue | undefined;
   const longest = Math.min(word.length, MAX_STEM);
   for (let k = 1; k <= longest && node; k++) {
@@ -495,15 +510,22 @@ export function findCues(words: readonly string[], index: CueIndex): CueHit[] {
     let cue: Cue | undefined;
     let span = 1;
     if (facts.phraseStart) {
-      let prefix = word;
-      for (let n = 2; n <= index.maxWords && i + n <= words.length; n++) {
+      // Along the trie, word by word: after "w1 … wn-1 ", the longest stem inside wn, and the
+      // phrase that ends with it; a longer phrase goes on from there (none when the path ends).
+      let node = walk(index.stemTrie, word);
+      for (let n = 2; n <= index.maxWords && i + n <= words.length && node; n++) {
         const last = words[i + n - 1] ?? "";
-        const found = index.exact.get(prefix + " " + last) ?? stemOf(index, prefix + " ", last);
+        node = node.next.get(SPACE);
+        let stem: Cue | undefined;
+        for (let k = 1; k <= last.length && node; k++) {
+          node = node.next.get(last.charCodeAt(k - 1));
+          if (node?.cue && k >= MIN_STEM && k <= MAX_STEM) stem = node.cue;
+        }
+        const found = node?.phrase ?? stem;
         if (found) {
           cue = found;
           span = n;
         }
-        prefix += " " + last;
       }
     }
     cue ??= facts.cue;
@@ -526,7 +548,7 @@ function factsOf(index: CueIndex, word: string): WordFacts {
   if (kept !== undefined) return kept;
   const unspaced = UNSPACED.test(word);
   const phraseStart = !unspaced && index.phraseStarts.has(word);
-  const cue = unspaced ? undefined : (index.exact.get(word) ?? stemOf(index, "", word));
+  const cue = unspaced ? undefined : (index.exact.get(word) ?? stemOf(index, word));
   const facts = unspaced || phraseStart || cue ? { unspaced, phraseStart, cue } : NOTHING;
   if (word.length <= KEPT_WORD_UNITS) {
     if (index.words.size >= KEPT_WORDS) index.words.clear();
