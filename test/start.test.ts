@@ -4,26 +4,34 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fakeModel, startFakeProvider, type FakeProvider } from "./support/fake-providers.ts";
 import { spawnWarden, type Spawned } from "./support/processes.ts";
+import { setUpWaitMs, until } from "./support/wait.ts";
 
 /** `npm start` as a newcomer runs it: no DATABASE_URL, so the embedded PostgreSQL under the data dir. */
 
 let dataDir: string;
 let provider: FakeProvider;
+/** Every Warden started: one left running by a failed step is killed with its group afterwards. */
+const started: Spawned[] = [];
 
 beforeAll(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), "warden-start-"));
   provider = await startFakeProvider("openai");
 });
 afterAll(async () => {
+  for (const warden of started) {
+    if (warden.child.exitCode === null && warden.child.signalCode === null) process.kill(-warden.child.pid!, "SIGKILL");
+  }
   await provider?.close();
   await rm(dataDir, { recursive: true, force: true });
 });
 
-function start(): Promise<Spawned> {
+async function start(): Promise<Spawned> {
   const env = { WARDEN_DATA_DIR: dataDir, WARDEN_API_PORT: "0", WARDEN_GATEWAY_PORT: "0", WARDEN_HOST: "127.0.0.1" };
   // Detached: in a process group of its own, as a terminal runs it, so that the test can send
   // SIGINT to the whole group as Ctrl-C does.
-  return spawnWarden([], env, "management API listening", ["DATABASE_URL", "WARDEN_ADMIN_KEY"], { detached: true });
+  const warden = await spawnWarden([], env, "management API listening", ["DATABASE_URL", "WARDEN_ADMIN_KEY"], { detached: true });
+  started.push(warden);
+  return warden;
 }
 
 function gatewayPort(warden: Spawned): number {
@@ -58,12 +66,21 @@ describe("npm start", () => {
     expect((await admin("POST", "/v1/gateway/providers", { name: "openai", kind: "openai", baseUrl: provider.url, apiKey: provider.apiKey })).status).toBe(201);
     expect((await admin("POST", "/v1/gateway/routing-rules", { priority: 1, providerName: "openai" })).status).toBe(201);
     const gatewayKey = (await (await admin("POST", "/v1/gateway/keys", { name: "terminal" })).json()) as { secret: string };
-    const stream = fetch(`http://127.0.0.1:${gatewayPort(first)}/v1/responses`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${gatewayKey.secret}`, "content-type": "application/json", "x-request-id": "ctrl-c" },
-      body: JSON.stringify({ model: fakeModel("gpt-slow", { delayMs: 1000 }), input: "Hi", stream: true }),
-    }).then(async (res) => ({ status: res.status, text: await res.text() }));
-    while (provider.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const call = (body: unknown, requestId?: string) =>
+      fetch(`http://127.0.0.1:${gatewayPort(first)}/v1/responses`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${gatewayKey.secret}`, "content-type": "application/json", ...(requestId ? { "x-request-id": requestId } : {}) },
+        body: JSON.stringify(body),
+      });
+    // The gateway hears of the new provider and routing rule through a snapshot reload: a call
+    // made before it was answered without reaching the provider, and the test waited forever.
+    await until(async () => (await call({ model: "gpt-x", input: "Hi" })).status === 200, "the gateway to route to the fake provider", setUpWaitMs);
+    const reached = provider.requests.length;
+    const stream = call({ model: fakeModel("gpt-slow", { delayMs: 1000 }), input: "Hi", stream: true }, "ctrl-c").then(async (res) => ({
+      status: res.status,
+      text: await res.text(),
+    }));
+    await until(async () => provider.requests.length > reached, "the stream to reach the provider", setUpWaitMs);
     const firstExit = exitOf(first);
     process.kill(-first.child.pid!, "SIGINT");
     const answer = await stream;
