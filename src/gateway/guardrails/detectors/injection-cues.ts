@@ -478,9 +478,9 @@ function walk(node: StemNode | undefined, text: string): StemNode | undefined {
   return node;
 }
 
-/** The concept of the longest stem that starts `word`, of MIN_STEM to MAX_STEM units of it. */
-function stemOf(index: CueIndex, word: string): Cue | undefined {
-  let node: StemNode | undefined = index.stemTrie;
+/** From `node` (the root, or after a phrase's earlier words), the longest stem that starts `word`, of MIN_STEM to MAX_STEM units of it. */
+function stemOf(start: StemNode | undefined, word: string): Cue | undefined {
+  let node = start;
   let found: Cue | undefined;
   const longest = Math.min(word.length, MAX_STEM);
   for (let k = 1; k <= longest && node; k++) {
@@ -515,13 +515,9 @@ export function findCues(words: readonly string[], index: CueIndex): CueHit[] {
       let node = walk(index.stemTrie, word);
       for (let n = 2; n <= index.maxWords && i + n <= words.length && node; n++) {
         const last = words[i + n - 1] ?? "";
-        node = node.next.get(SPACE);
-        let stem: Cue | undefined;
-        for (let k = 1; k <= last.length && node; k++) {
-          node = node.next.get(last.charCodeAt(k - 1));
-          if (node?.cue && k >= MIN_STEM && k <= MAX_STEM) stem = node.cue;
-        }
-        const found = node?.phrase ?? stem;
+        const before = node.next.get(SPACE);
+        node = walk(before, last);
+        const found = node?.phrase ?? stemOf(before, last);
         if (found) {
           cue = found;
           span = n;
@@ -548,7 +544,7 @@ function factsOf(index: CueIndex, word: string): WordFacts {
   if (kept !== undefined) return kept;
   const unspaced = UNSPACED.test(word);
   const phraseStart = !unspaced && index.phraseStarts.has(word);
-  const cue = unspaced ? undefined : (index.exact.get(word) ?? stemOf(index, word));
+  const cue = unspaced ? undefined : (index.exact.get(word) ?? stemOf(index.stemTrie, word));
   const facts = unspaced || phraseStart || cue ? { unspaced, phraseStart, cue } : NOTHING;
   if (word.length <= KEPT_WORD_UNITS) {
     if (index.words.size >= KEPT_WORDS) index.words.clear();

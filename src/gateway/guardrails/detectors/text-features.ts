@@ -46,7 +46,7 @@ export interface KeptWords {
 export const KEPT_WORD_UNITS = 12;
 
 /** A 12-unit word's list has 3 + 33 entries, an English word's some 20: at most 768 KB for 8,192 words. */
-const KEPT_WORDS: KeptWords = { longest: KEPT_WORD_UNITS, words: 8192 };
+const DEFAULT_KEPT: KeptWords = { longest: KEPT_WORD_UNITS, words: 8192 };
 
 // Hashes are kept as signed 32-bit integers, not unsigned (`>>> 0`): every use takes `& mask`,
 // which reads the same bits either way, and V8 keeps an int32 unboxed where an unsigned value
@@ -106,7 +106,7 @@ export class NgramCounter {
    * language's commonest), and hashing a word's character n-grams was two thirds of counting a
    * text's. `#kept` maps a word to where its list starts in `#pool`: its unigram's bucket, the
    * start of its bigram with the next word (a hash), its number of character n-grams, then their
-   * buckets. Short words only, and only so many (KEPT_WORDS): both are emptied when either is full,
+   * buckets. Short words only, and only so many (DEFAULT_KEPT): both are emptied when either is full,
    * and fill again with the words in use.
    */
   readonly #kept = new Map<string, number>();
@@ -121,7 +121,7 @@ export class NgramCounter {
   /** Where {@link #charGrams} writes a new kept word's list. */
   readonly #poolWriter = new PoolWriter();
 
-  constructor(config: FeatureConfig, kept: KeptWords = KEPT_WORDS) {
+  constructor(config: FeatureConfig, kept: KeptWords = DEFAULT_KEPT) {
     this.#config = config;
     this.#mask = config.dims - 1;
     this.#keptWord = kept.longest;
