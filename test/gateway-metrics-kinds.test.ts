@@ -8,8 +8,11 @@ import { GatewayMetrics, type RequestMeasure } from "../src/gateway/usage/metric
  * must still land in their own series, and the bound on model names must hold through it.
  */
 
-function measure(overrides: Partial<RequestMeasure>): RequestMeasure {
-  return { endpoint: "messages", provider: "anthropic", model: "claude-m", status: 200, errorType: null, latencyMs: 5, ttfbMs: 2, usage: undefined, overheadMs: 0.1, refusal: undefined, ...overrides };
+/** A request of the kind under test: its measure and its status (200 unless given). */
+type Request = Partial<RequestMeasure> & { status?: number };
+
+function end(metrics: GatewayMetrics, { status = 200, ...overrides }: Request): void {
+  metrics.ended({ endpoint: "messages", provider: "anthropic", model: "claude-m", ttfbMs: 2, overheadMs: 0.1, ...overrides }, status, 5, undefined);
 }
 
 async function requestCounts(registry: Registry): Promise<Record<string, number>> {
@@ -25,7 +28,7 @@ describe("GatewayMetrics' kinds of request", () => {
   it("counts each request under its own labels, whichever value changed from the request before", async () => {
     const registry = new Registry();
     const metrics = new GatewayMetrics(registry, { requestLog: () => 0, pipelineRows: () => 0 });
-    const sequence: Partial<RequestMeasure>[] = [
+    const sequence: Request[] = [
       {},
       {},
       { status: 429, errorType: "rate_limit_error" },
@@ -34,12 +37,12 @@ describe("GatewayMetrics' kinds of request", () => {
       { endpoint: "chat" },
       { provider: "other-anthropic" },
       { model: "claude-n" },
-      { model: null, provider: null, status: 401, errorType: "authentication_error" },
+      { model: undefined, provider: undefined, status: 401, errorType: "authentication_error" },
       {},
     ];
     for (const overrides of sequence) {
       metrics.started();
-      metrics.ended(measure(overrides));
+      end(metrics, overrides);
     }
     expect(await requestCounts(registry)).toEqual({
       'endpoint="messages",provider="anthropic",model="claude-m",status="200"': 4,
@@ -57,8 +60,8 @@ describe("GatewayMetrics' kinds of request", () => {
   it("counts models past the first 200 as other, the same model twice in a row included", async () => {
     const registry = new Registry();
     const metrics = new GatewayMetrics(registry, { requestLog: () => 0, pipelineRows: () => 0 });
-    for (let i = 0; i < 200; i++) metrics.ended(measure({ model: `m${i}` }));
-    for (const model of ["late", "late", "m0", "later"]) metrics.ended(measure({ model }));
+    for (let i = 0; i < 200; i++) end(metrics, { model: `m${i}` });
+    for (const model of ["late", "late", "m0", "later"]) end(metrics, { model });
     const counts = await requestCounts(registry);
     expect(counts['endpoint="messages",provider="anthropic",model="other",status="200"']).toBe(3);
     expect(counts['endpoint="messages",provider="anthropic",model="m0",status="200"']).toBe(2);

@@ -21,11 +21,10 @@ afterEach(() => {
 });
 
 /**
- * Waits until the file holds `expected` bytes: the periodic flush writes what is waiting, and
- * SonicBoom's writes go out one after another, in order. Not flushSync: with a batch's
- * asynchronous write still in flight, SonicBoom's flushSync writes what is queued behind it at
- * once, and the two can reach the file in either order (it did, once in CI); nor flush(cb),
- * which SonicBoom calls back at its next drain, with up to its minimum length still held.
+ * Waits until the file holds `expected` bytes: the periodic flush writes what is waiting, and the
+ * writer's batches go out one after another, in order. Not flushSync: with a batch's asynchronous
+ * write still in flight, flushSync writes what is queued behind it at once, and the two can reach
+ * the file in either order.
  */
 async function written(file: string, expected: string): Promise<string> {
   const bytes = Buffer.byteLength(expected);

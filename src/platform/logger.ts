@@ -1,5 +1,6 @@
 import { Buffer } from "node:buffer";
 import { pino, type Logger } from "pino";
+import { FdWriter } from "./fd-writer.ts";
 
 export type { Logger };
 
@@ -17,8 +18,10 @@ export function createLogger(level: string): Logger {
   );
 }
 
-/** Bytes gathered before they are written (under SonicBoom's 16 KiB `maxWrite`, as its `minLength` must be). */
+/** Bytes gathered before they are written. */
 const BATCH_BYTES = 8192;
+/** Written batches kept for reuse. */
+const SPARE_BATCHES = 4;
 /** The longest a line waits to be written. */
 const FLUSH_EVERY_MS = 250;
 
@@ -28,9 +31,6 @@ process.on("exit", () => {
   for (const destination of open) destination.flushSync();
 });
 
-/** SonicBoom in its buffer mode, which takes bytes: its type declarations know only its text mode. */
-type ByteSink = Omit<ReturnType<typeof pino.destination>, "write"> & { write(bytes: Buffer): boolean };
-
 /**
  * Where lines go: file descriptor `fd`, in batches of 8 KiB, at least every 250 ms, and
  * synchronously when the process exits (a SIGKILL loses at most the last 250 ms). Pino's default
@@ -38,26 +38,28 @@ type ByteSink = Omit<ReturnType<typeof pino.destination>, "write"> & { write(byt
  * line per request, that took 6% of the gateway's busy time, against 4% batched
  * (docs/performance.md, "Observability cost").
  *
- * Lines are encoded into a batch of bytes here, each once, and SonicBoom is handed the batch as
- * a Buffer (its buffer mode). Handed strings, SonicBoom measured every chunk and its pending text
- * with `Buffer.byteLength`, grew the pending text by concatenation, and encoded each write twice
- * (once for fs.write, once more to count what was written): 11,000 instructions an access line
- * went to UTF-8 alone in a whole gateway under callgrind, where copying an ASCII line into the
- * batch takes 1,600 (docs/performance.md, "Instructions a call, whole gateways"). SonicBoom does
- * the writing: one write in flight, retries, the synchronous flush. Its own `minLength` is the
- * batch size, so that a smaller remainder handed to it (on the timer, at exit) starts no
- * asynchronous write by itself: the timer asks for one, the exit writes synchronously.
+ * Lines are encoded into a batch of bytes here, each once, and a full batch is handed to an
+ * FdWriter, which writes it as it is. Handed strings, SonicBoom (pino's destination) measured
+ * every chunk and its pending text with `Buffer.byteLength`, grew the pending text by
+ * concatenation, and encoded each write twice (once for fs.write, once more to count what was
+ * written): 11,000 instructions an access line went to UTF-8 alone in a whole gateway under
+ * callgrind, where copying an ASCII line into the batch takes 1,600 (docs/performance.md,
+ * "Instructions a call, whole gateways"); handed buffers, it copied each (fd-writer.ts).
  */
 export class BatchedDestination {
-  readonly #sink: ByteSink;
-  #batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+  readonly #out: FdWriter<Buffer>;
+  #batch: Buffer = Buffer.allocUnsafeSlow(BATCH_BYTES);
   #at = 0;
+  /** Batches written and free again: a busy log cycles through a few of them. */
+  readonly #spare: Buffer[] = [];
   readonly #timer: NodeJS.Timeout;
 
   constructor(fd: number) {
-    this.#sink = pino.destination({ dest: fd, sync: false, minLength: BATCH_BYTES, contentMode: "buffer" }) as unknown as ByteSink;
-    // As SonicBoom's own periodic flush does: a remainder it holds (under its minimum) leaves too.
-    this.#timer = setInterval(() => this.flush(), FLUSH_EVERY_MS);
+    this.#out = new FdWriter<Buffer>(fd, (batch) => {
+      // Not a line longer than a batch (its own buffer); a few at most, if writes fell behind.
+      if (batch.length === BATCH_BYTES && this.#spare.length < SPARE_BATCHES) this.#spare.push(batch);
+    });
+    this.#timer = setInterval(() => this.#pass(), FLUSH_EVERY_MS);
     this.#timer.unref();
     open.add(this);
   }
@@ -69,7 +71,7 @@ export class BatchedDestination {
     if (line.length * 3 > room && Buffer.byteLength(line) > room) {
       this.#pass();
       if (line.length * 3 > BATCH_BYTES && Buffer.byteLength(line) > BATCH_BYTES) {
-        this.#sink.write(Buffer.from(line));
+        this.#out.write(Buffer.from(line));
         return true;
       }
     }
@@ -87,7 +89,7 @@ export class BatchedDestination {
     if (line.length > BATCH_BYTES - this.#at) {
       this.#pass();
       if (line.length > BATCH_BYTES) {
-        this.#sink.write(Buffer.from(line, "latin1"));
+        this.#out.write(Buffer.from(line, "latin1"));
         return;
       }
     }
@@ -98,30 +100,37 @@ export class BatchedDestination {
   /** Writes what is gathered, and calls `done` when it is written (pino's `logger.flush`). */
   flush(done?: (err?: Error) => void): void {
     this.#pass();
-    this.#sink.flush(done);
+    if (done) this.#out.flush(done);
   }
 
   /** Writes everything now, blocking (pino calls it for a fatal line; the process's exit does too). */
   flushSync(): void {
-    this.#pass();
-    this.#sink.flushSync();
+    this.#pass(true);
   }
 
-  /** Writes what is left and closes the file descriptor. */
+  /** Writes what is left and closes the file descriptor (not stdout's or stderr's). */
   end(): void {
     this.flushSync();
     clearInterval(this.#timer);
     open.delete(this);
-    this.#sink.end();
+    this.#out.end();
   }
 
-  /** Hands the gathered bytes to SonicBoom, which keeps them until written: the next batch is a new buffer. */
-  #pass(): void {
-    if (this.#at === 0) return;
-    const bytes = this.#batch.subarray(0, this.#at);
-    this.#batch = Buffer.allocUnsafeSlow(BATCH_BYTES);
+  /**
+   * Hands the gathered bytes to the writer, which keeps them until written (`now`: writes them,
+   * and what is queued before them, blocking): the next batch is a spare one, or new.
+   */
+  #pass(now = false): void {
+    if (this.#at === 0) {
+      if (now) this.#out.flushSync();
+      return;
+    }
+    const full = this.#batch;
+    const length = this.#at;
+    this.#batch = this.#spare.pop() ?? Buffer.allocUnsafeSlow(BATCH_BYTES);
     this.#at = 0;
-    this.#sink.write(bytes);
+    if (now) this.#out.writeSync(full, length);
+    else this.#out.write(full, length);
   }
 }
 

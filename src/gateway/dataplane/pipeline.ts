@@ -268,19 +268,7 @@ export function createGatewayHandler(deps: PipelineDeps) {
         });
       }
       deps.requestLog.record(entry);
-      deps.metrics?.ended({
-        endpoint: trace.endpoint,
-        provider: trace.provider ?? null,
-        model: trace.model ?? null,
-        status: res.statusCode,
-        errorType: trace.errorType ?? null,
-        latencyMs: performance.now() - started,
-        ttfbMs: trace.ttfbMs ?? null,
-        usage: trace.usage,
-        overheadMs: trace.overheadMs ?? null,
-        refusal: trace.refusal,
-        costPicos: cost,
-      });
+      deps.metrics?.ended(trace, res.statusCode, performance.now() - started, cost);
     };
     // One promise for the request's end, not a catch's and a finally's.
     handle(req, res, trace, inFlight, started).then(ended, (err: unknown) => {

@@ -27,23 +27,23 @@ const overheadBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
  */
 const MAX_MODELS = 200;
 
-/** One request as the metrics see it, when it has ended. */
+/**
+ * One request as the metrics see it, when it has ended: the pipeline's record of the request
+ * (its Trace) is one, handed over as it is rather than copied into a measure for every request.
+ */
 export interface RequestMeasure {
-  endpoint: string;
-  provider: string | null;
-  model: string | null;
-  status: number;
+  readonly endpoint: string;
+  readonly provider?: string;
+  readonly model?: string;
   /** The spec's error type, for an error answer. */
-  errorType: string | null;
-  latencyMs: number;
-  ttfbMs: number | null;
-  usage: TokenUsage | undefined;
-  /** The gateway's own time before it called the provider (null: it never did). */
-  overheadMs: number | null;
-  /** Why the gateway refused the request itself (not a provider's error); undefined when it did not. */
-  refusal: string | undefined;
-  /** What it cost, in pico-dollars; undefined when no price is known or nothing was used. */
-  costPicos?: bigint;
+  readonly errorType?: string;
+  /** To the first byte of the answer, when one was sent. */
+  readonly ttfbMs?: number;
+  readonly usage?: TokenUsage;
+  /** The gateway's own time before it called the provider (absent: it never did). */
+  readonly overheadMs?: number;
+  /** Why the gateway refused the request itself (not a provider's error); absent when it did not. */
+  readonly refusal?: string;
 }
 
 /**
@@ -84,7 +84,7 @@ export class GatewayMetrics {
   readonly #cost: SeriesCounter;
   readonly #models = new Set<string>();
   readonly #kinds = new Map<string, RequestSeries>();
-  #last: { endpoint: string; provider: string | null; model: string | null; status: number; errorType: string | null; kind: RequestSeries } | undefined;
+  #last: { endpoint: string; provider?: string; model?: string; status: number; errorType?: string; kind: RequestSeries } | undefined;
   #inFlight = 0;
 
   constructor(registry: Registry, queues: { requestLog: () => number; pipelineRows: () => number }) {
@@ -172,24 +172,25 @@ export class GatewayMetrics {
     this.#inFlight += 1;
   }
 
-  ended(request: RequestMeasure): void {
+  /** `costPicos`: what the request cost, in pico-dollars; undefined when no price is known or nothing was used. */
+  ended(request: RequestMeasure, status: number, latencyMs: number, costPicos: bigint | undefined): void {
     this.#inFlight -= 1;
-    const kind = this.#kindOf(request);
+    const kind = this.#kindOf(request, status);
     const { provider, model } = kind;
     const errorType = request.errorType ?? "";
     kind.requests.inc();
     if (request.refusal !== undefined) this.#refusals.series(request.refusal).inc();
-    if (request.costPicos !== undefined) (kind.cost ??= this.#cost.series(provider, model)).inc(Number(request.costPicos) / 1e12);
+    if (costPicos !== undefined) (kind.cost ??= this.#cost.series(provider, model)).inc(Number(costPicos) / 1e12);
     // Requests that named no endpoint (a wrong path) are counted, but timed under none.
     const operation = kind.operation;
     if (operation === undefined) return;
-    (kind.duration ??= this.#duration.series(operation, provider, model, errorType)).observe(request.latencyMs / 1000);
-    if (request.ttfbMs !== null && request.status < 400) (kind.firstToken ??= this.#firstToken.series(operation, provider, model)).observe(request.ttfbMs / 1000);
+    (kind.duration ??= this.#duration.series(operation, provider, model, errorType)).observe(latencyMs / 1000);
+    if (request.ttfbMs !== undefined && status < 400) (kind.firstToken ??= this.#firstToken.series(operation, provider, model)).observe(request.ttfbMs / 1000);
     if (request.usage) {
       (kind.inputTokens ??= this.#tokens.series(operation, provider, model, "input")).observe(request.usage.inputTokens);
       (kind.outputTokens ??= this.#tokens.series(operation, provider, model, "output")).observe(request.usage.outputTokens);
     }
-    if (request.overheadMs !== null) (kind.overhead ??= this.#overhead.series(request.endpoint)).observe(request.overheadMs / 1000);
+    if (request.overheadMs !== undefined) (kind.overhead ??= this.#overhead.series(request.endpoint)).observe(request.overheadMs / 1000);
   }
 
   upstreamFailed(provider: string, type: string): void {
@@ -200,11 +201,11 @@ export class GatewayMetrics {
    * The request's kind: the last request's when it is of the same kind (most traffic is one kind
    * after another, and comparing five values costs a tenth of building the key and looking it up).
    */
-  #kindOf(request: RequestMeasure): RequestSeries {
+  #kindOf(request: RequestMeasure, status: number): RequestSeries {
     const last = this.#last;
     if (
       last !== undefined &&
-      last.status === request.status &&
+      last.status === status &&
       last.endpoint === request.endpoint &&
       last.provider === request.provider &&
       last.model === request.model &&
@@ -212,8 +213,8 @@ export class GatewayMetrics {
     ) {
       return last.kind;
     }
-    const kind = this.#kind(request.endpoint, request.provider ?? "", this.#model(request.model), request.status, request.errorType ?? "");
-    this.#last = { endpoint: request.endpoint, provider: request.provider, model: request.model, status: request.status, errorType: request.errorType, kind };
+    const kind = this.#kind(request.endpoint, request.provider ?? "", this.#model(request.model), status, request.errorType ?? "");
+    this.#last = { endpoint: request.endpoint, provider: request.provider, model: request.model, status, errorType: request.errorType, kind };
     return kind;
   }
 
@@ -227,8 +228,8 @@ export class GatewayMetrics {
     return kind;
   }
 
-  #model(model: string | null): string {
-    if (model === null) return "";
+  #model(model: string | undefined): string {
+    if (model === undefined) return "";
     if (this.#models.has(model)) return model;
     if (this.#models.size >= MAX_MODELS) return "other";
     this.#models.add(model);
