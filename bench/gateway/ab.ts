@@ -20,7 +20,8 @@
  * calls in flight (64; 1 reads what a change costs a gateway that is not busy); BENCH_AB_RUNS (1):
  * runs of fresh gateway processes, the one started first alternating from run to run. Both
  * gateways read one database, this checkout's schema. Prints each round, then per run the median
- * CPU per call of each process and the two gateways' difference round by round and its mean, and
+ * CPU per call of each process, each gateway's by thread (user and system apart), and the two
+ * gateways' difference round by round and its mean, and
  * with several runs the mean of the runs and its standard error.
  *
  * One run cannot read a few per cent: two gateways of the same code and settings measured −1 and
@@ -34,7 +35,7 @@ import { Pool } from "undici";
 import { here, withHarness, waitUntilServed, type Harness } from "./harness.ts";
 import { callOnce, closedLoop, responsesPath, streamOnce, type Target } from "./load.ts";
 import { conversationBody, messagesRequestBody, requestBody, variedModel } from "./payloads.ts";
-import { cpuSecondsOf, memoryOf, type BenchChild } from "./processes.ts";
+import { cpuSecondsOf, memoryOf, threadCpuOf, type BenchChild } from "./processes.ts";
 import { configureGateway, expectStatus, gatewayCapacity, providerApiKey } from "./setup.ts";
 
 const base = process.env.BENCH_AB_BASE;
@@ -153,6 +154,18 @@ async function firstAnswerBytes(s: Side): Promise<number> {
   return bytes;
 }
 
+/** Each thread's CPU between two readings, in µs a call, user and system apart; threads under 0.5 µs left out. */
+function threadShares(before: ReturnType<typeof threadCpuOf>, after: ReturnType<typeof threadCpuOf>, callCount: number): string {
+  const parts: string[] = [];
+  for (const [name, now] of after) {
+    const then = before.get(name) ?? { user: 0, system: 0 };
+    const user = ((now.user - then.user) / callCount) * 1e6;
+    const system = ((now.system - then.system) / callCount) * 1e6;
+    if (user + system >= 0.5) parts.push(`${name} ${(user + system).toFixed(1)} (user ${user.toFixed(1)}, system ${system.toFixed(1)})`);
+  }
+  return `µs CPU per call by thread over the rounds: ${parts.join("; ")}`;
+}
+
 const signed = (us: number) => `${us >= 0 ? "+" : ""}${us.toFixed(0)}`;
 
 await withHarness(
@@ -173,6 +186,7 @@ await withHarness(
       const all = [bare, ours, theirs];
       for (const s of all) await h.guarded(closedLoop(Math.min(calls, 1500), concurrency, () => once(s)));
       const cpu = new Map<string, number[]>(all.map((s) => [s.name, []]));
+      const threadsBefore = [ours, theirs].map((s) => threadCpuOf(s.pid));
       for (let round = 0; round < rounds; round++) {
         // The bare proxy first, then the two gateways, each first in every other round: a process
         // that runs twice in a row (the last of a round and the first of the next) finds its caches
@@ -187,6 +201,9 @@ await withHarness(
       }
       console.log(`Run ${run + 1} (${theirsFirst ? "BENCH_AB_BASE's" : "this checkout's"} gateway started first):`);
       for (const [name, xs] of cpu) console.log(`${name}: median ${median(xs).toFixed(0)} µs CPU per call (rounds: ${xs.map((x) => x.toFixed(0)).join(", ")})`);
+      // Where each gateway's CPU went over the rounds, thread by thread: a cost that callgrind's
+      // count of the main thread misses (another thread's, or the kernel's) shows here.
+      [ours, theirs].forEach((s, i) => console.log(`${s.name}: ${threadShares(threadsBefore[i]!, threadCpuOf(s.pid), calls * rounds)}`));
       // What the young generation's size (BENCH_AB_BASE_FLAGS) costs in memory: RSS once the load
       // is over and a full collection has run, and its peak.
       for (const s of [ours, theirs]) {

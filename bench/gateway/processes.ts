@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { isFromChild, type FromChild, type ToChild } from "./ipc.ts";
@@ -192,6 +192,31 @@ export function cpuSecondsOf(pid: number): number {
   // Fields after the command name (which may hold spaces) start at field 3 (state); utime and stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/**
+ * CPU seconds so far of each of a process's threads, user and system apart, by thread name (the
+ * main thread as `main`; threads of one name, such as libuv's pool, summed), from
+ * /proc/<pid>/task. A thread that has ended is no longer listed.
+ */
+export function threadCpuOf(pid: number): Map<string, { user: number; system: number }> {
+  clockTicks ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  const threads = new Map<string, { user: number; system: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    } catch {
+      continue; // ended since it was listed
+    }
+    const name = Number(tid) === pid ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const thread = threads.get(name) ?? { user: 0, system: 0 };
+    thread.user += Number(fields[11]) / clockTicks;
+    thread.system += Number(fields[12]) / clockTicks;
+    threads.set(name, thread);
+  }
+  return threads;
 }
 
 /**
