@@ -21,8 +21,8 @@
  * runs of fresh gateway processes, the one started first alternating from run to run. Both
  * gateways read one database, this checkout's schema. Prints each round, then per run the median
  * CPU per call of each process, each gateway's by thread (user and system apart), and the two
- * gateways' difference round by round and its mean, and
- * with several runs the mean of the runs and its standard error.
+ * gateways' difference round by round and its mean, and with several runs the mean of the runs
+ * and its standard error.
  *
  * One run cannot read a few per cent: two gateways of the same code and settings measured −1 and
  * −36 µs a call apart in two runs of one hour, and the gateway started first read 7–11 µs a call
