@@ -17,7 +17,9 @@
  * BENCH_AB_BASE_FLAGS, Node flags for the BENCH_AB_BASE gateway in place of the harness's
  * (`--max-semi-space-size=16 --v8-pool-size=0`: a Node flag's cost, read the same way);
  * BENCH_AB_CALLS per process and round (3,000), BENCH_AB_ROUNDS (12, even); BENCH_AB_CONCURRENCY,
- * calls in flight (64; 1 reads what a change costs a gateway that is not busy); BENCH_AB_RUNS (1):
+ * calls in flight (64; 1 reads what a change costs a gateway that is not busy); BENCH_AB_WARMUP_MS
+ * (6,000): at least how long each gateway's warm-up lasts, past the span queue's 5 s delay, so that
+ * a traced gateway's export thread has started before anything is counted; BENCH_AB_RUNS (1):
  * runs of fresh gateway processes, the one started first alternating from run to run. Both
  * gateways read one database, this checkout's schema. Prints each round, then per run the median
  * CPU per call of each process, each gateway's by thread (user and system apart), and the two
@@ -61,6 +63,8 @@ const stream = call === "stream" || call === "translated";
 const calls = Number(process.env.BENCH_AB_CALLS ?? "3000");
 const rounds = Number(process.env.BENCH_AB_ROUNDS ?? "12");
 if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) throw new Error(`BENCH_AB_ROUNDS must be an even number, got "${process.env.BENCH_AB_ROUNDS}"`);
+const warmupMs = Number(process.env.BENCH_AB_WARMUP_MS ?? "6000");
+if (!Number.isFinite(warmupMs) || warmupMs < 0) throw new Error(`BENCH_AB_WARMUP_MS must be a number of milliseconds, got "${process.env.BENCH_AB_WARMUP_MS}"`);
 const runs = Number(process.env.BENCH_AB_RUNS ?? "1");
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_AB_RUNS must be a positive integer, got "${process.env.BENCH_AB_RUNS}"`);
 const concurrency = Number(process.env.BENCH_AB_CONCURRENCY ?? "64");
@@ -184,7 +188,15 @@ await withHarness(
       const theirsFirst = run % 2 === 1;
       const [ours, theirs] = await gateways(h, secret, theirsFirst);
       const all = [bare, ours, theirs];
-      for (const s of all) await h.guarded(closedLoop(Math.min(calls, 1500), concurrency, () => once(s)));
+      // Each gateway's warm-up lasts long enough for a traced one's span-export thread to start
+      // (with its first export, after the span queue's delay): otherwise its start, a new isolate
+      // loading the SDK's exporter, is counted in its first round.
+      for (const s of all) {
+        const until = s === bare ? 0 : Date.now() + warmupMs;
+        do {
+          await h.guarded(closedLoop(Math.min(calls, 1500), concurrency, () => once(s)));
+        } while (Date.now() < until);
+      }
       const cpu = new Map<string, number[]>(all.map((s) => [s.name, []]));
       const threadsBefore = [ours, theirs].map((s) => threadCpuOf(s.pid));
       for (let round = 0; round < rounds; round++) {
