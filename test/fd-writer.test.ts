@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -96,6 +96,41 @@ describe("FdWriter", () => {
     expect(Buffer.concat(received).equals(sent)).toBe(true);
     await until(async () => done, "flush to answer", 10_000);
     writer.end();
+    closeSync(reader);
+  });
+
+  it("writes a batch waiting to be tried again (a full pipe) on flushSync, from where it stopped", async () => {
+    // A process fills a pipe nobody reads yet, so that its writer waits to try again, then calls
+    // flushSync and exits: the batch that was waiting, and those behind it, must all arrive once.
+    const fifo = path.join(tempDir(), "pipe");
+    execFileSync("mkfifo", [fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const script = `
+      import { constants, openSync } from "node:fs";
+      import { FdWriter } from ${JSON.stringify(path.resolve("src/platform/fd-writer.ts"))};
+      const writer = new FdWriter(openSync(${JSON.stringify(fifo)}, constants.O_WRONLY | constants.O_NONBLOCK));
+      for (let i = 0; i < 20; i++) writer.write(Buffer.alloc(8192, String.fromCharCode(65 + i)));
+      setTimeout(() => { writer.flushSync(); process.exit(0); }, 1000);
+    `;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: "ignore" });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    await sleep(1500);
+    const received: Buffer[] = [];
+    let total = 0;
+    const chunk = Buffer.alloc(16_384);
+    const deadline = Date.now() + 30_000;
+    while (total < 20 * 8192 && Date.now() < deadline) {
+      try {
+        const n = readSync(reader, chunk);
+        received.push(Buffer.from(chunk.subarray(0, n)));
+        total += n;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EAGAIN") throw error;
+        await sleep(5);
+      }
+    }
+    expect(await exited).toBe(0);
+    expect(Buffer.concat(received).toString("latin1")).toBe(Array.from({ length: 20 }, (_, i) => String.fromCharCode(65 + i).repeat(8192)).join(""));
     closeSync(reader);
   });
 

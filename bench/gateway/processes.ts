@@ -187,11 +187,16 @@ export function cpuSecondsOf(pid: number): number {
     const usage = process.cpuUsage();
     return (usage.user + usage.system) / 1e6;
   }
+  const { user, system } = cpuOfStat(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  return user + system;
+}
+
+/** User and system CPU seconds of a /proc `stat` line (a process's or one thread's). */
+function cpuOfStat(stat: string): { user: number; system: number } {
   clockTicks ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // Fields after the command name (which may hold spaces) start at field 3 (state); utime and stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  return { user: Number(fields[11]) / clockTicks, system: Number(fields[12]) / clockTicks };
 }
 
 /**
@@ -200,7 +205,6 @@ export function cpuSecondsOf(pid: number): number {
  * /proc/<pid>/task. A thread that has ended is no longer listed.
  */
 export function threadCpuOf(pid: number): Map<string, { user: number; system: number }> {
-  clockTicks ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
   const threads = new Map<string, { user: number; system: number }>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
@@ -210,10 +214,10 @@ export function threadCpuOf(pid: number): Map<string, { user: number; system: nu
       continue; // ended since it was listed
     }
     const name = Number(tid) === pid ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const { user, system } = cpuOfStat(stat);
     const thread = threads.get(name) ?? { user: 0, system: 0 };
-    thread.user += Number(fields[11]) / clockTicks;
-    thread.system += Number(fields[12]) / clockTicks;
+    thread.user += user;
+    thread.system += system;
     threads.set(name, thread);
   }
   return threads;

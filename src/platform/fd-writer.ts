@@ -8,8 +8,9 @@ const asleep = new Int32Array(new SharedArrayBuffer(4));
  * Writes batches of bytes to a file descriptor in order, one `fs.write` in flight at a time: what
  * the log's batches are handed to (BatchedDestination, logger.ts). A partial write goes on with
  * the rest; a full descriptor (EAGAIN, EBUSY: a pipe whose reader lags) is tried again after
- * 100 ms; any other error drops that batch and is reported once on stderr, as a log has nowhere
- * else to say it cannot write.
+ * 100 ms, or at once by `flushSync` at exit (where SonicBoom left such a batch out); any other
+ * error drops that batch and is reported once on stderr, as a log has nowhere else to say it
+ * cannot write.
  *
  * Hand-written rather than SonicBoom because SonicBoom copies every buffer it is handed before
  * writing it (`Buffer.from`, on Node ≥ 22.7, in case the caller changes it): a zeroed 8 KiB
@@ -27,6 +28,8 @@ export class FdWriter<B extends Uint8Array = Uint8Array> {
   /** How much of the first buffer is written already (a partial write). */
   #offset = 0;
   #writing = false;
+  /** Set while the first buffer waits to be tried again (the descriptor was full): then it is not in flight. */
+  #retry: NodeJS.Timeout | undefined;
   #closing = false;
   /** Callers of `flush`, answered when the queue is empty. */
   #waiting: Array<() => void> = [];
@@ -55,14 +58,19 @@ export class FdWriter<B extends Uint8Array = Uint8Array> {
   /**
    * Writes what is queued now, blocking (at exit; for a fatal line). A buffer already in flight is
    * left to its asynchronous write, so the two may reach the descriptor in either order; the rest
-   * go in order.
+   * go in order. One waiting to be tried again is written here, from where its last write stopped.
    */
   flushSync(): void {
+    if (this.#retry !== undefined) {
+      clearTimeout(this.#retry);
+      this.#retry = undefined;
+      this.#writing = false;
+    }
     const kept = this.#writing ? 1 : 0;
     for (let i = kept; i < this.#queue.length; i++) {
       const buffer = this.#queue[i]!;
       const length = this.#lengths[i]!;
-      let at = 0;
+      let at = i === 0 ? this.#offset : 0;
       while (at < length) {
         try {
           at += writeSync(this.#fd, buffer, at, length - at);
@@ -78,7 +86,10 @@ export class FdWriter<B extends Uint8Array = Uint8Array> {
     }
     this.#queue.length = kept;
     this.#lengths.length = kept;
-    if (!this.#writing) this.#answer();
+    if (!this.#writing) {
+      this.#offset = 0;
+      this.#answer();
+    }
   }
 
   /** Queues the first `length` bytes of `buffer` and writes them, and what is queued before them, now (flushSync). */
@@ -102,7 +113,11 @@ export class FdWriter<B extends Uint8Array = Uint8Array> {
 
   readonly #written = (error: NodeJS.ErrnoException | null, count: number): void => {
     if (error && retryable(error)) {
-      setTimeout(() => this.#next(), RETRY_MS).unref();
+      this.#retry = setTimeout(() => {
+        this.#retry = undefined;
+        this.#next();
+      }, RETRY_MS);
+      this.#retry.unref();
       return;
     }
     if (error) this.#report(error);
